@@ -1,0 +1,401 @@
+// The device-agnostic caching allocator (SPEC M1-M6).
+//
+// It sits on any UpstreamResource (CUDA device memory, pinned host memory,
+// host memory, a simulated GPU) and keeps freed blocks for reuse:
+//   - requests are rounded to 512 bytes; <= 1 MiB go to the small pool
+//     (2 MiB segments), larger ones to the large pool (20 MiB segments for
+//     requests under 10 MiB, else the request rounded up to 2 MiB);
+//   - best fit over free blocks of the same stream, splitting blocks and
+//     coalescing free neighbours;
+//   - a block used on other streams (record_stream) is reused only after
+//     events recorded on those streams complete;
+//   - a per-thread cache makes a cache hit a pop from a thread-local list
+//     (no shared lock, no atomic read-modify-write); misses take the slow path
+//     under one mutex per allocator;
+//   - when the upstream refuses, cached memory is released and the request
+//     retried; then OutOfMemoryError explains the situation.
+//
+// Thread safety: every public member may be called from any thread.
+// Stream semantics: a block allocated on stream S may be used by work queued
+// on S without synchronisation; after deallocate() it is handed out again on S
+// at once (S orders the work), on other streams only via record_stream().
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "genesis/core/error.h"
+#include "genesis/memory/detail/asymmetric_fence.h"
+#include "genesis/memory/detail/block.h"
+#include "genesis/memory/detail/free_index.h"
+#include "genesis/memory/detail/pointer_map.h"
+#include "genesis/memory/detail/thread_cache.h"
+#include "genesis/memory/events.h"
+#include "genesis/memory/stats.h"
+#include "genesis/memory/upstream.h"
+
+namespace genesis::memory {
+
+/// Tunables. Defaults follow what works for training workloads.
+struct AllocatorOptions {
+  /// Cap on reserved memory as a fraction of the upstream's total (M4).
+  double memory_fraction = 1.0;
+  /// Cap on cached (reserved - allocated) bytes; SIZE_MAX = none (M4).
+  std::size_t cache_size_limit = SIZE_MAX;
+  /// Per-thread caches on the hot path. Off: every call takes the mutex.
+  bool thread_cache = true;
+  /// Bytes one thread's cache may hold; 0 = min(2 GiB, total / 32).
+  std::size_t thread_cache_bytes = 0;
+  /// Blocks one thread cache keeps per small size / per large size.
+  std::uint32_t thread_cache_small_count = 32;
+  std::uint32_t thread_cache_large_count = 4;
+  /// Record every alloc/free into the event history (M8).
+  bool record_events = false;
+  std::size_t event_capacity_per_thread = std::size_t{1} << 16;
+};
+
+class CachingAllocator {
+ public:
+  using Block = detail::Block;
+
+  /// Throws InvalidArgumentError for a null upstream or bad options.
+  explicit CachingAllocator(std::shared_ptr<UpstreamResource> upstream, AllocatorOptions options = {});
+  /// Returns every segment to the upstream. Blocks still allocated are leaked
+  /// to the upstream's lifetime (their memory is released with the segment).
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // --- allocation ----------------------------------------------------------
+
+  /// Allocates `bytes` for use on `stream`. Returns nullptr for 0 bytes
+  /// (documented behaviour, like PyTorch). Throws OutOfMemoryError when the
+  /// memory cannot be had even after releasing the cache, and
+  /// InvalidArgumentError for sizes above 2^62.
+  void* allocate(std::size_t bytes, StreamId stream = 0) {
+    Block* b = allocate_block(bytes, stream);
+    return b != nullptr ? b->ptr() : nullptr;
+  }
+
+  /// Frees a pointer returned by allocate(). nullptr is ignored. Throws
+  /// InvalidArgumentError for a pointer this allocator did not hand out (or
+  /// not the start of an allocation) and for a double free; the allocator is
+  /// unchanged in both cases.
+  void deallocate(void* ptr);
+
+  /// Like allocate() but returns the block record: free_block() then needs
+  /// no address lookup (the handle API used by storages).
+  Block* allocate_block(std::size_t bytes, StreamId stream = 0);
+  /// Frees a block from allocate_block(). Same errors as deallocate().
+  void free_block(Block* block);
+
+  /// Marks `ptr` as used by work on `stream` (record_stream semantics): when
+  /// freed, the block is reused only after that work completes.
+  void record_stream(void* ptr, StreamId stream);
+
+  /// True when `ptr` is the start of a live allocation of this allocator.
+  bool owns(const void* ptr) const noexcept;
+  /// Rounded size of the live allocation at `ptr`; throws if not owned.
+  std::size_t allocation_size(const void* ptr) const;
+
+  // --- statistics ----------------------------------------------------------
+  MemoryStats stats() const;
+  /// Peaks become the current values.
+  void reset_peak_stats();
+  /// Counters, totals and peaks start again from the current state.
+  void reset_memory_stats();
+  /// A readable table of the statistics (PyTorch's memory_summary layout).
+  std::string memory_summary() const;
+  /// Every segment and its blocks.
+  std::vector<SegmentInfo> snapshot() const;
+  /// Live allocations of at least `min_size` bytes, largest first.
+  std::vector<AllocationInfo> large_allocations(std::size_t min_size) const;
+
+  // --- controls ------------------------------------------------------------
+  /// Returns every cached block that fills a whole segment to the upstream,
+  /// after waiting for pending stream work. Allocated memory is untouched.
+  void empty_cache();
+  /// Cap reserved memory at `fraction` (0, 1] of the upstream's total.
+  void set_memory_fraction(double fraction);
+  /// Cap cached memory (reserved - allocated); SIZE_MAX removes the cap.
+  void set_cache_size(std::size_t bytes);
+  /// The same with a size written by a person: "2GB", "512MiB" (parse_bytes).
+  void set_cache_size(std::string_view size);
+  /// Reserves memory for the given (size, count) pairs ahead of time: the
+  /// blocks are allocated and freed so that later requests hit the cache.
+  void warmup(const std::vector<std::pair<std::size_t, int>>& sizes, StreamId stream = 0);
+  /// Releases cached segments not used for `max_idle`; returns bytes released.
+  std::size_t collect_garbage(std::chrono::nanoseconds max_idle = std::chrono::seconds(0));
+  /// Current limits.
+  std::size_t memory_limit() const;
+
+  // --- event history (SPEC M8) ---------------------------------------------
+  void set_event_recording(bool on);
+  bool event_recording() const noexcept { return recording_.load(std::memory_order_relaxed); }
+  /// All recorded events of all threads, ordered by time.
+  std::vector<MemoryEvent> events() const;
+  void clear_events();
+
+  UpstreamResource& upstream() const noexcept { return *upstream_; }
+  const AllocatorOptions& options() const noexcept { return options_; }
+
+ private:
+  friend struct AllocatorAccess;  // tests of internals
+  using Lock = std::unique_lock<std::mutex>;
+
+
+  // Cumulative counters of the slow path (guarded by mutex_). Per-thread
+  // counters live in ThreadCache; stats() adds both.
+  struct GlobalCounters {
+    std::int64_t pending_bytes[detail::kNumPools] = {};
+    std::int64_t reserved[detail::kNumPools] = {};
+    std::int64_t segments[detail::kNumPools] = {};
+    std::int64_t inactive_split_bytes[detail::kNumPools] = {};
+    std::int64_t inactive_split_count[detail::kNumPools] = {};
+    std::int64_t out_blocks[detail::kNumPools] = {};   // blocks Allocated or ThreadCached
+    std::int64_t num_allocs[detail::kNumPools] = {};
+    std::int64_t num_frees[detail::kNumPools] = {};
+    std::int64_t requested[detail::kNumPools] = {};
+    std::int64_t total_allocated[detail::kNumPools] = {};
+    std::int64_t num_hits = 0, num_misses = 0, num_ooms = 0;
+    std::int64_t num_upstream_allocs = 0, num_upstream_frees = 0, num_upstream_failures = 0;
+    std::int64_t num_cache_flushes = 0;
+    std::int64_t reserved_allocated[detail::kNumPools] = {}, reserved_freed[detail::kNumPools] = {};
+  };
+  // Values at the last reset_memory_stats(), subtracted from the cumulative
+  // counters when reporting.
+  struct Baseline {
+    std::int64_t num_allocs = 0, num_frees = 0, num_hits = 0, num_misses = 0, num_ooms = 0;
+    std::int64_t num_thread_hits = 0, num_upstream_allocs = 0, num_upstream_frees = 0;
+    std::int64_t num_upstream_failures = 0, num_cache_flushes = 0;
+    std::int64_t total_allocated[3] = {}, allocated_bytes[3] = {}, reserved_allocated[3] = {};
+    std::int64_t reserved_freed[3] = {}, allocs[3] = {}, frees[3] = {}, requested_current[3] = {};
+    std::int64_t segments_allocated[3] = {};
+  };
+  // Peaks (Note [Statistics]); index by StatType.
+  struct Peaks {
+    std::int64_t allocated[3] = {}, reserved[3] = {}, active[3] = {}, requested[3] = {};
+    std::int64_t cached[3] = {}, segments[3] = {}, allocations[3] = {}, inactive_split[3] = {};
+  };
+
+
+  // Hot path helpers.
+  detail::ThreadCache* thread_cache() noexcept {
+    const detail::TlsSlot& s = detail::tls_slots[slot_];
+    if (GENESIS_LIKELY(s.generation == generation_)) return s.cache;
+    return thread_cache_slow();
+  }
+  void note_alloc_hot(detail::ThreadCache* tc, Block* b, std::size_t bytes) noexcept;
+  Block* hot_free_path(detail::ThreadCache* tc, Block* b) noexcept;
+
+  // Slow paths (caching_allocator.cpp).
+  detail::ThreadCache* thread_cache_slow() noexcept;
+  Block* allocate_slow(std::size_t bytes, StreamId stream);
+  void free_slow(Block* b, bool lookup_failed, void* ptr);
+  Block* find_free_block(detail::PoolId pool, std::size_t rounded, StreamId stream);
+  Block* take_block(Block* b, std::size_t rounded);   // split, mark allocated
+  Block* grow(detail::PoolId pool, std::size_t rounded, StreamId stream, std::size_t bytes);
+  void return_to_pool(Block* b);                      // merge + index
+  void index_insert(Block* b);
+  void index_erase(Block* b);
+  void process_events();
+  void wait_all_pending();
+  void release_free_segments(std::uint64_t idle_before_ns, std::size_t* released);
+  void release_segment(detail::Segment* seg);
+  // Mutex held, handshake done (or the owner calling). only_pool < 0 and
+  // only_stream null: everything.
+  void flush_thread_cache(detail::ThreadCache* tc, int only_pool = -1, const StreamId* only_stream = nullptr);
+  void reclaim_thread_caches(bool include_self);      // mutex held
+  void synchronize_readers();                         // mutex held
+  void enforce_cache_limit();
+  void update_peaks_locked();
+  std::int64_t thread_cached_total_locked() const;
+  [[noreturn]] void throw_oom(std::size_t bytes, StreamId stream, const std::string& why);
+  Block* new_block();
+  void delete_block(Block* b);
+  void record_event(detail::ThreadCache* tc, EventAction action, std::uintptr_t addr, std::uint64_t size,
+                    std::uint64_t block_size, StreamId stream, std::uint64_t duration, bool hit);
+  void record_event_hot_alloc(detail::ThreadCache* tc, Block* b, std::size_t bytes) noexcept;
+  void record_event_hot_free(detail::ThreadCache* tc, Block* b) noexcept;
+  void retire_thread_cache(detail::ThreadCache* tc);  // thread exit
+  friend void detail_release_thread_caches_at_exit() noexcept;
+  friend struct ThreadExitHook;
+  MemoryStats stats_locked() const;
+  std::size_t segment_size_for(detail::PoolId pool, std::size_t rounded) const noexcept;
+  std::size_t thread_cache_limit() const noexcept { return tc_byte_limit_.load(std::memory_order_relaxed); }
+
+  std::shared_ptr<UpstreamResource> upstream_;
+  AllocatorOptions options_;
+  const bool asymmetric_;            // membarrier handshake available
+  int slot_ = 0;                     // index into tls_slots
+  std::uint64_t generation_ = 0;     // unique per allocator, never 0 when slotted
+  std::atomic<bool> recording_{false};
+  std::atomic<std::size_t> tc_byte_limit_{0};
+  // Bytes of blocks Allocated or ThreadCached ("out of the pool"); written
+  // under mutex_, read by the hot path for peak candidates.
+  std::atomic<std::int64_t> out_bytes_total_{0};
+  std::atomic<std::int64_t> out_bytes_pool_[detail::kNumPools] = {};
+
+  mutable std::mutex mutex_;
+  // Everything below is guarded by mutex_.
+  detail::FreeIndex free_[detail::kNumPools];  // Note [Free index]
+  detail::PointerMap map_;
+  detail::Segment* segments_ = nullptr;
+  std::vector<detail::ThreadCache*> caches_;
+  struct PendingEvent {
+    EventId event;
+    Block* block;
+  };
+  std::vector<PendingEvent> pending_;
+  std::vector<std::unique_ptr<Block[]>> block_chunks_;
+  Block* free_blocks_ = nullptr;
+  GlobalCounters counters_;
+  Baseline baseline_;
+  Peaks peaks_;
+  // Folded-in counters of thread caches whose threads exited.
+  std::int64_t retired_allocs_[detail::kNumPools] = {}, retired_frees_[detail::kNumPools] = {};
+  std::int64_t retired_requested_[detail::kNumPools] = {}, retired_total_allocated_[detail::kNumPools] = {};
+  std::vector<std::unique_ptr<detail::EventRing>> retired_rings_;
+  std::size_t memory_limit_ = SIZE_MAX;
+  std::size_t total_capacity_ = 0;
+  std::unique_ptr<detail::EventRing> shared_ring_;  // threads without a cache
+};
+
+/// Sets the "location" recorded for allocations made by this thread while the
+/// object lives (for large_allocations() and leak reports). `location` must
+/// outlive the scope (string literals, or intern_location()).
+class ScopedAllocationContext {
+ public:
+  explicit ScopedAllocationContext(const char* location) noexcept
+      : previous_(detail::tls_allocation_context) {
+    detail::tls_allocation_context = location;
+  }
+  ~ScopedAllocationContext() { detail::tls_allocation_context = previous_; }
+  ScopedAllocationContext(const ScopedAllocationContext&) = delete;
+  ScopedAllocationContext& operator=(const ScopedAllocationContext&) = delete;
+
+ private:
+  const char* previous_;
+};
+
+/// Returns a pointer to a process-lifetime copy of `text` (same text, same
+/// pointer), for use with ScopedAllocationContext.
+const char* intern_location(const std::string& text);
+
+// ---------------------------------------------------------------------------
+// Hot path. Kept inline and tiny: a thread-local lookup, a pop or a push, and
+// a few owned counters. Everything else is out of line.
+
+inline CachingAllocator::Block* CachingAllocator::allocate_block(std::size_t bytes, StreamId stream) {
+  detail::ThreadCache* tc = thread_cache();
+  // One unsigned compare rejects both 0 and oversized requests.
+  if (GENESIS_LIKELY(tc != nullptr && bytes - 1 < detail::kMaxRequest)) {
+    const std::size_t rounded = detail::round_size(bytes);
+    tc->active.store(1, std::memory_order_relaxed);
+    detail::light_fence(asymmetric_);
+    if (GENESIS_LIKELY(tc->reclaim.load(std::memory_order_acquire) == 0 && tc->current->stream == stream)) {
+      Block* b = tc->current->pop(rounded);
+      if (GENESIS_LIKELY(b != nullptr)) {
+        note_alloc_hot(tc, b, bytes);
+        tc->active.store(0, std::memory_order_release);
+        if (GENESIS_UNLIKELY(recording_.load(std::memory_order_relaxed))) record_event_hot_alloc(tc, b, bytes);
+        return b;
+      }
+    }
+    tc->active.store(0, std::memory_order_release);
+  }
+  return allocate_slow(bytes, stream);
+}
+
+inline void CachingAllocator::note_alloc_hot(detail::ThreadCache* tc, Block* b, std::size_t bytes) noexcept {
+  const std::int64_t size = static_cast<std::int64_t>(b->size);
+  const int p = b->pool;
+  b->set_requested(bytes);
+  b->set_location(detail::tls_allocation_context);
+  b->set_state(detail::BlockState::kAllocated);
+  tc->cached_bytes[p].add(-size);
+  tc->cached_total.add(-size);
+  tc->cached_blocks.add(-1);
+  tc->num_allocs[p].add(1);
+  tc->requested_delta[p].add(static_cast<std::int64_t>(bytes));
+  tc->total_allocated[p].add(size);
+  // Peak candidates (Note [Statistics]): what is out of the pool minus what
+  // this thread holds cached is an upper bound of the allocated bytes, exact
+  // when one thread allocates.
+  const std::int64_t cur = out_bytes_total_.load(std::memory_order_relaxed) - tc->cached_total.get();
+  if (cur > tc->peak_candidate[0].get()) tc->peak_candidate[0].set(cur);
+  const std::int64_t cur_p = out_bytes_pool_[p].load(std::memory_order_relaxed) - tc->cached_bytes[p].get();
+  if (cur_p > tc->peak_candidate[1 + p].get()) tc->peak_candidate[1 + p].set(cur_p);
+}
+
+inline void CachingAllocator::free_block(Block* b) {
+  if (b == nullptr) return;
+  detail::ThreadCache* tc = thread_cache();
+  if (GENESIS_LIKELY(tc != nullptr)) {
+    tc->active.store(1, std::memory_order_relaxed);
+    detail::light_fence(asymmetric_);
+    if (GENESIS_LIKELY(tc->reclaim.load(std::memory_order_acquire) == 0)) {
+      if (GENESIS_LIKELY(hot_free_path(tc, b) == nullptr)) {
+        tc->active.store(0, std::memory_order_release);
+        return;
+      }
+    }
+    tc->active.store(0, std::memory_order_release);
+  }
+  free_slow(b, false, b->ptr());
+}
+
+inline void CachingAllocator::deallocate(void* ptr) {
+  if (ptr == nullptr) return;
+  detail::ThreadCache* tc = thread_cache();
+  if (GENESIS_LIKELY(tc != nullptr)) {
+    tc->active.store(1, std::memory_order_relaxed);
+    detail::light_fence(asymmetric_);
+    if (GENESIS_LIKELY(tc->reclaim.load(std::memory_order_acquire) == 0)) {
+      Block* b = map_.find(reinterpret_cast<std::uintptr_t>(ptr));
+      if (GENESIS_LIKELY(b != nullptr && hot_free_path(tc, b) == nullptr)) {
+        tc->active.store(0, std::memory_order_release);
+        return;
+      }
+    }
+    tc->active.store(0, std::memory_order_release);
+  }
+  free_slow(nullptr, true, ptr);
+}
+
+// Returns nullptr when the block went into the thread cache, else the block
+// (the caller takes the slow path, which also reports misuse).
+inline CachingAllocator::Block* CachingAllocator::hot_free_path(detail::ThreadCache* tc, Block* b) noexcept {
+  if (GENESIS_UNLIKELY(b->load_state() != detail::BlockState::kAllocated || b->stream_uses != nullptr)) return b;
+  detail::StreamCache* sc = tc->current;
+  if (GENESIS_UNLIKELY(sc->stream != b->stream)) return b;
+  const std::int64_t size = static_cast<std::int64_t>(b->size);
+  if (GENESIS_UNLIKELY(tc->cached_total.get() + size > static_cast<std::int64_t>(thread_cache_limit()))) return b;
+  detail::BlockList* list = sc->list_for_push(b->size);
+  if (GENESIS_UNLIKELY(list == nullptr ||
+                       list->count >= (b->size <= detail::kSmallLimit ? options_.thread_cache_small_count
+                                                                      : options_.thread_cache_large_count)))
+    return b;
+  if (GENESIS_UNLIKELY(recording_.load(std::memory_order_relaxed))) record_event_hot_free(tc, b);
+  const int p = b->pool;
+  b->set_state(detail::BlockState::kThreadCached);
+  b->cache_next = list->head;
+  list->head = b;
+  ++list->count;
+  tc->cached_bytes[p].add(size);
+  tc->cached_total.add(size);
+  tc->cached_blocks.add(1);
+  tc->num_frees[p].add(1);
+  tc->requested_delta[p].add(-static_cast<std::int64_t>(b->get_requested()));
+  return nullptr;
+}
+
+}  // namespace genesis::memory

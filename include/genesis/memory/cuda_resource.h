@@ -1,0 +1,58 @@
+// CudaDeviceResource: device memory from cudaMalloc as an upstream resource.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "genesis/cuda/event_pool.h"
+#include "genesis/memory/upstream.h"
+
+namespace genesis::memory {
+
+/// Device memory of one GPU from cudaMalloc / cudaFree, each called with the
+/// resource's device current (the caller's current device is restored).
+///
+/// allocate() returns nullptr on cudaErrorMemoryAllocation (after clearing
+/// that error) so that the caching allocator can free its cache and retry;
+/// it throws InvalidArgumentError for bytes == 0 and CudaError for any other
+/// failure. Events are real CUDA events of this device, from an EventPool.
+///
+/// Thread safety: all member functions may be called concurrently.
+class CudaDeviceResource final : public UpstreamResource {
+ public:
+  /// Throws InvalidArgumentError when `device` is not a CUDA device of this
+  /// machine (including any device when there is no GPU or no CUDA).
+  explicit CudaDeviceResource(int device);
+  ~CudaDeviceResource() override = default;
+
+  MemoryKind kind() const noexcept override { return MemoryKind::kDevice; }
+  Device device() const noexcept override { return Device(DeviceType::kCUDA, device_); }
+  /// "cuda:N".
+  std::string name() const override;
+  /// cudaMemGetInfo for this device. Throws CudaError.
+  MemInfo mem_info() const override;
+
+  /// Records an event on `stream` (a cudaStream_t of this device; 0 = its
+  /// legacy default stream). Throws CudaError.
+  EventId record_event(StreamId stream) override;
+  /// cudaEventQuery; throws CudaError if the recorded work failed.
+  bool event_done(EventId event) override;
+  /// cudaEventSynchronize; throws CudaError if the recorded work failed.
+  void wait_event(EventId event) override;
+  /// Returns the event to the pool. Never throws.
+  void release_event(EventId event) noexcept override;
+  /// Events recorded and not yet released (for leak checks).
+  std::size_t outstanding_events() const { return events_.outstanding(); }
+
+  /// The CUDA device index.
+  int device_index() const noexcept { return device_; }
+
+ private:
+  void* do_allocate(std::size_t bytes) override;
+  void do_deallocate(void* ptr, std::size_t bytes) noexcept override;
+
+  const int device_;
+  cuda::EventPool events_;
+};
+
+}  // namespace genesis::memory

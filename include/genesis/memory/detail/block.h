@@ -1,0 +1,74 @@
+// Blocks and segments: the bookkeeping records of the caching allocator.
+//
+// Note [Block states]: a block is in exactly one of these places:
+//   kFree        in its pool's free index (coalesced with free neighbours);
+//   kAllocated   handed to a user;
+//   kThreadCached in one thread's cache (not coalesced; reclaimable);
+//   kPending     freed by the user but still in use by work queued on other
+//                streams; returns to the pool once every event completed.
+// Only kFree blocks may be split or merged, so a block in any other state
+// keeps its address and size, which is what lets the hot path hand it out and
+// take it back without the allocator's mutex.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "genesis/memory/upstream.h"
+
+namespace genesis::memory::detail {
+
+enum class BlockState : std::uint8_t { kFree = 0, kAllocated = 1, kThreadCached = 2, kPending = 3, kDead = 4 };
+
+enum PoolId : std::uint8_t { kSmallPool = 0, kLargePool = 1, kNumPools = 2 };
+
+struct Segment;
+
+struct Block {
+  std::uintptr_t addr = 0;
+  std::size_t size = 0;        // rounded size; invariant: multiple of 512
+  Segment* segment = nullptr;
+  Block* prev = nullptr;       // address-ordered neighbours inside the segment
+  Block* next = nullptr;
+  StreamId stream = 0;         // stream the block was allocated on
+  Block* cache_next = nullptr; // link in a thread-cache bin or the block arena free list
+  Block* free_prev = nullptr;  // links in a FreeIndex size-class list (while kFree)
+  Block* free_next = nullptr;
+  void* free_owner = nullptr;  // the FreeIndex per-stream table holding it (while kFree)
+  std::uint64_t alloc_time_ns = 0;  // set only while event recording is on
+  std::vector<StreamId>* stream_uses = nullptr;  // other streams (record_stream); rare, so out of line
+  int pending_events = 0;      // events still outstanding while kPending
+  PoolId pool = kSmallPool;
+  bool split_counted = false;  // counted in inactive_split statistics while kFree
+  // Written by the owning thread on the hot path and read by snapshots and
+  // double-free checks from other threads: relaxed atomics (plain moves on x86).
+  std::atomic<BlockState> state{BlockState::kFree};
+  std::atomic<std::size_t> requested{0};        // bytes the user asked for (valid while allocated)
+  std::atomic<const char*> location{nullptr};   // allocation context (ScopedAllocationContext)
+
+  void* ptr() const noexcept { return reinterpret_cast<void*>(addr); }
+  BlockState load_state() const noexcept { return state.load(std::memory_order_relaxed); }
+  void set_state(BlockState s) noexcept { state.store(s, std::memory_order_relaxed); }
+  std::size_t get_requested() const noexcept { return requested.load(std::memory_order_relaxed); }
+  void set_requested(std::size_t n) noexcept { requested.store(n, std::memory_order_relaxed); }
+  const char* get_location() const noexcept { return location.load(std::memory_order_relaxed); }
+  void set_location(const char* l) noexcept { location.store(l, std::memory_order_relaxed); }
+  bool is_split() const noexcept { return prev != nullptr || next != nullptr; }
+};
+
+/// One upstream allocation. Blocks tile it exactly:
+///   sum(block.size for blocks of the segment) == segment.size.
+struct Segment {
+  std::uintptr_t addr = 0;
+  std::size_t size = 0;
+  PoolId pool = kSmallPool;
+  StreamId stream = 0;
+  Block* first = nullptr;
+  std::uint64_t last_used_ns = 0;  // last time a block of it returned to the pool
+  Segment* prev_seg = nullptr;     // intrusive list of all segments (snapshot, release)
+  Segment* next_seg = nullptr;
+};
+
+}  // namespace genesis::memory::detail

@@ -1,0 +1,79 @@
+// The pool's index of free blocks: segregated size classes with bitmaps.
+//
+// Note [Free index]: best fit over a balanced tree (PyTorch's std::set) costs
+// a node allocation and O(log n) pointer chasing per insert and erase, and the
+// slow path does several of each per request. Here each stream has an array
+// of size classes, each an intrusive list, and two levels of bitmaps that say
+// which classes hold blocks (the TLSF layout). Classes are exact below 32 KiB
+// (every 512-byte size its own class) and 1/32 of a power of two wide above,
+// so a block from the next non-empty class wastes at most ~3%, and within the
+// request's own class a short scan picks the smallest block that fits (exact
+// fits first): in practice the same choices as best fit, in O(1).
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "genesis/memory/detail/block.h"
+
+namespace genesis::memory::detail {
+
+class FreeIndex {
+ public:
+  static constexpr int kExactClasses = 64;     // sizes 512 B .. 32 KiB - 512, one class each
+  static constexpr int kSubBits = 5;           // 32 classes per power of two above
+  static constexpr int kNumClasses = kExactClasses + (64 - 6) * (1 << kSubBits);
+  static constexpr int kWords = (kNumClasses + 63) / 64;
+  static constexpr int kScanLimit = 16;        // blocks examined in the request's class
+
+  /// The class of a block or request of `size` bytes (a multiple of 512).
+  static int size_class(std::size_t size) noexcept {
+    const std::uint64_t u = size >> 9;
+    if (u < kExactClasses) return static_cast<int>(u);
+    const int fl = 63 - std::countl_zero(u);  // >= 6
+    const int sl = static_cast<int>((u >> (fl - kSubBits)) & ((1u << kSubBits) - 1));
+    return kExactClasses + (fl - 6) * (1 << kSubBits) + sl;
+  }
+
+  void insert(Block* b);
+  void erase(Block* b) noexcept;
+  /// The best block of at least `size` bytes on `stream`, or null. Does not
+  /// remove it.
+  Block* find(StreamId stream, std::size_t size) const noexcept;
+  /// Largest free block (any stream), for reports. O(streams * classes).
+  std::size_t largest() const noexcept;
+  std::size_t count() const noexcept { return count_; }
+
+  template <typename Fn>
+  void for_each(Fn&& fn) const {
+    for (const auto& s : streams_)
+      for (const Block* head : s->heads)
+        for (const Block* b = head; b != nullptr; b = b->free_next) fn(b);
+  }
+
+ private:
+  struct PerStream {
+    StreamId stream = 0;
+    std::uint64_t top = 0;                       // bit w set: words[w] != 0
+    std::array<std::uint64_t, kWords> words{};   // bit c set: heads[c] != null
+    std::array<Block*, kNumClasses> heads{};
+  };
+  static_assert(kWords <= 64, "two bitmap levels cover at most 4096 classes");
+
+  PerStream* lookup(StreamId stream) const noexcept {
+    for (const auto& s : streams_)
+      if (s->stream == stream) return s.get();
+    return nullptr;
+  }
+  /// First non-empty class >= c, or -1.
+  static int next_class(const PerStream& s, int c) noexcept;
+
+  std::vector<std::unique_ptr<PerStream>> streams_;
+  std::size_t count_ = 0;
+};
+
+}  // namespace genesis::memory::detail

@@ -1,0 +1,87 @@
+// Address -> Block map with lock-free lookups.
+//
+// deallocate(ptr) must find the block of `ptr` without the allocator's mutex.
+// Writers (block creation, split, merge) already hold that mutex; readers are
+// the hot path. Open addressing with linear probing; a slot's value is written
+// before its key (release), so a reader that sees a key sees its block, and a
+// reader double-checks `block->addr == key` so that a slot reused for another
+// key can never hand out the wrong block. Blocks are never returned to the
+// system while the allocator lives, so a stale read is memory safe.
+//
+// Tables are replaced (grown or cleaned of tombstones) under the mutex; the
+// old table is freed only after a grace period in which every thread that
+// might be reading it has left its hot-path section (see Note [Thread cache
+// handshake]); until then it stays on a retired list.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "genesis/memory/detail/block.h"
+
+namespace genesis::memory::detail {
+
+class PointerMap {
+ public:
+  PointerMap();
+  ~PointerMap();
+  PointerMap(const PointerMap&) = delete;
+  PointerMap& operator=(const PointerMap&) = delete;
+
+  /// Lock-free. Returns the block whose address is exactly `addr`, or null.
+  Block* find(std::uintptr_t addr) const noexcept {
+    const Table* t = table_.load(std::memory_order_acquire);
+    std::size_t i = hash(addr, t->shift);
+    for (;;) {
+      const Slot& s = t->slots[i];
+      std::uintptr_t k = s.key.load(std::memory_order_acquire);
+      if (k == addr) {
+        Block* b = s.value.load(std::memory_order_relaxed);
+        return (b != nullptr && b->addr == addr) ? b : nullptr;
+      }
+      if (k == kEmpty) return nullptr;
+      i = (i + 1) & t->mask;
+    }
+  }
+
+  /// Writers: call with the allocator mutex held.
+  void insert(std::uintptr_t addr, Block* block);
+  void erase(std::uintptr_t addr) noexcept;
+  std::size_t size() const noexcept { return count_; }
+
+  /// True when a replaced table waits for a grace period before being freed.
+  bool has_retired() const noexcept { return !retired_.empty(); }
+  /// Frees retired tables. Call only after a grace period (see above).
+  void free_retired() noexcept;
+
+ private:
+  static constexpr std::uintptr_t kEmpty = 0;
+  static constexpr std::uintptr_t kTombstone = 1;  // never a block address (512-aligned)
+
+  struct Slot {
+    std::atomic<std::uintptr_t> key{kEmpty};
+    std::atomic<Block*> value{nullptr};
+  };
+  struct Table {
+    std::size_t mask;
+    int shift;
+    std::unique_ptr<Slot[]> slots;
+  };
+
+  static std::size_t hash(std::uintptr_t addr, int shift) noexcept {
+    // Fibonacci hashing of the 512-byte granule number.
+    return static_cast<std::size_t>(((addr >> 9) * 0x9E3779B97F4A7C15ull) >> shift);
+  }
+  static Table* make_table(std::size_t capacity);
+  void rebuild(std::size_t capacity);
+
+  std::atomic<Table*> table_;
+  std::size_t count_ = 0;       // live keys
+  std::size_t tombstones_ = 0;
+  std::vector<Table*> retired_;
+};
+
+}  // namespace genesis::memory::detail

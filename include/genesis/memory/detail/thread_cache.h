@@ -1,0 +1,170 @@
+// Per-thread block caches: the allocator's hot path.
+//
+// A thread cache keeps freed blocks of exact rounded sizes, per stream, so
+// that a repeated allocation of a size the thread freed before is a pop from a
+// list: no lock, no atomic read-modify-write, no search. Blocks in a thread
+// cache stay "out of the pool" (state kThreadCached); the allocator takes
+// them back under Note [Thread cache handshake] whenever the pool needs them
+// (before growing, on out of memory, empty_cache, garbage collection).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "genesis/memory/detail/block.h"
+#include "genesis/memory/events.h"
+
+namespace genesis::memory::detail {
+
+inline constexpr std::size_t kAlignment = 512;
+inline constexpr int kAlignShift = 9;
+inline constexpr std::size_t kSmallLimit = std::size_t{1} << 20;  // requests <= 1 MiB: small pool
+inline constexpr std::size_t kNumSmallBins = (kSmallLimit >> kAlignShift) + 1;
+inline constexpr int kLargeSlots = 64;        // power of two
+inline constexpr int kLargeProbe = 4;         // slots examined per large size
+inline constexpr int kStreamsPerThread = 4;   // streams a thread cache tracks at once
+
+/// Rounds a request to the allocator's granularity. `bytes` must be > 0 and
+/// <= kMaxRequest (checked by callers).
+inline constexpr std::size_t round_size(std::size_t bytes) noexcept {
+  return (bytes + (kAlignment - 1)) & ~(kAlignment - 1);
+}
+inline constexpr std::size_t kMaxRequest = std::size_t{1} << 62;
+
+/// A counter written by one thread at a time and read by others: a relaxed
+/// load plus a relaxed store compiles to plain moves, not a locked add.
+struct OwnedCounter {
+  std::atomic<std::int64_t> v{0};
+  void add(std::int64_t d) noexcept { v.store(v.load(std::memory_order_relaxed) + d, std::memory_order_relaxed); }
+  std::int64_t get() const noexcept { return v.load(std::memory_order_relaxed); }
+  void set(std::int64_t x) noexcept { v.store(x, std::memory_order_relaxed); }
+};
+
+struct BlockList {
+  Block* head = nullptr;
+  std::uint32_t count = 0;
+};
+
+struct LargeSlot {
+  std::size_t size = 0;
+  BlockList list;
+};
+
+/// The cached blocks of one stream.
+struct StreamCache {
+  StreamId stream = 0;
+  std::array<BlockList, kNumSmallBins> small{};
+  std::array<LargeSlot, kLargeSlots> large{};
+  // Lazily cleared marks of lists that may hold blocks, so that flushing
+  // visits only those (set on push, cleared by the flush).
+  static constexpr std::size_t kMaskWords = (kNumSmallBins + 63) / 64;
+  std::array<std::uint64_t, kMaskWords> small_mask{};
+  std::uint64_t large_mask = 0;
+
+  static std::size_t large_hash(std::size_t size) noexcept {
+    return static_cast<std::size_t>(((size >> kAlignShift) * 0x9E3779B97F4A7C15ull) >> 58);  // 64 slots
+  }
+
+  /// Pops a block of exactly `rounded` bytes, or null.
+  Block* pop(std::size_t rounded) noexcept {
+    BlockList* list;
+    if (rounded <= kSmallLimit) {
+      list = &small[rounded >> kAlignShift];
+    } else {
+      list = find_large(rounded);
+      if (list == nullptr) return nullptr;
+    }
+    Block* b = list->head;
+    if (b != nullptr) {
+      list->head = b->cache_next;
+      --list->count;
+    }
+    return b;
+  }
+
+  BlockList* find_large(std::size_t rounded) noexcept {
+    std::size_t i = large_hash(rounded);
+    for (int p = 0; p < kLargeProbe; ++p, i = (i + 1) & (kLargeSlots - 1)) {
+      if (large[i].size == rounded) return &large[i].list;
+    }
+    return nullptr;
+  }
+
+  /// The list that should take a block of `rounded` bytes, or null when the
+  /// probe window is full of other sizes that still hold blocks.
+  BlockList* list_for_push(std::size_t rounded) noexcept {
+    if (rounded <= kSmallLimit) {
+      const std::size_t i = rounded >> kAlignShift;
+      small_mask[i >> 6] |= std::uint64_t{1} << (i & 63);
+      return &small[i];
+    }
+    std::size_t i = large_hash(rounded);
+    std::size_t empty = kLargeSlots;
+    for (int p = 0; p < kLargeProbe; ++p, i = (i + 1) & (kLargeSlots - 1)) {
+      if (large[i].size == rounded) {
+        large_mask |= std::uint64_t{1} << i;
+        return &large[i].list;
+      }
+      if (empty == kLargeSlots && large[i].list.count == 0) empty = i;
+    }
+    if (empty == kLargeSlots) return nullptr;
+    large[empty].size = rounded;
+    large_mask |= std::uint64_t{1} << empty;
+    return &large[empty].list;
+  }
+};
+
+class ThreadCache {
+ public:
+  ThreadCache(std::uint32_t thread_number, std::size_t event_capacity);
+
+  // Handshake flags: see Note [Thread cache handshake].
+  std::atomic<std::uint32_t> active{0};
+  std::atomic<std::uint32_t> reclaim{0};
+
+  StreamCache* current = nullptr;  // most recently used stream; never null after construction
+  std::array<std::unique_ptr<StreamCache>, kStreamsPerThread> streams;
+
+  // Statistics owned by this thread (Note [Statistics]).
+  // Allocations served from this cache are all cache hits, so num_allocs
+  // doubles as the hit count. All counters are cumulative (never reset).
+  OwnedCounter cached_bytes[kNumPools];   // bytes of kThreadCached blocks here
+  OwnedCounter cached_total;
+  OwnedCounter cached_blocks;
+  OwnedCounter num_allocs[kNumPools];
+  OwnedCounter num_frees[kNumPools];
+  OwnedCounter requested_delta[kNumPools];
+  OwnedCounter total_allocated[kNumPools];  // bytes handed out from this cache
+  OwnedCounter peak_candidate[3];           // aggregate, small, large
+
+  std::uint32_t thread_number;
+  // Created under the allocator mutex when recording starts; read by the owner
+  // on the hot path, hence atomic. Owned by ring_owner.
+  std::atomic<EventRing*> ring{nullptr};
+  std::unique_ptr<EventRing> ring_owner;
+
+  /// The cache of `stream`, creating or recycling one. Returns null when all
+  /// slots hold blocks of other streams.
+  StreamCache* cache_for(StreamId stream);
+};
+
+/// Where a thread finds its caches: one slot per live allocator, indexed by
+/// the allocator's slot number and valid only while the generation matches.
+struct TlsSlot {
+  std::uint64_t generation = 0;
+  ThreadCache* cache = nullptr;
+};
+inline constexpr int kMaxAllocatorSlots = 64;
+
+// Inline variables with constant initialisation: every translation unit sees
+// the definition, so access compiles to one %fs-relative load (no TLS wrapper
+// call, no init guard).
+inline thread_local TlsSlot tls_slots[kMaxAllocatorSlots] = {};
+
+/// The allocation context of the calling thread (ScopedAllocationContext).
+inline thread_local const char* tls_allocation_context = nullptr;
+
+}  // namespace genesis::memory::detail

@@ -1,0 +1,106 @@
+// Allocator statistics (SPEC M2) and snapshots.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "genesis/memory/upstream.h"
+
+namespace genesis::memory {
+
+/// Index into a StatArray: the whole allocator, or one of its pools.
+enum StatType : int { kStatAggregate = 0, kStatSmallPool = 1, kStatLargePool = 2, kNumStatTypes = 3 };
+
+/// One statistic: its current value, its peak since the last reset, and the
+/// running totals of what was added and removed.
+struct Stat {
+  std::int64_t current = 0;
+  std::int64_t peak = 0;
+  std::int64_t allocated = 0;  // total ever added (since reset_memory_stats)
+  std::int64_t freed = 0;      // total ever removed
+};
+
+using StatArray = Stat[kNumStatTypes];
+
+/// A consistent copy of every statistic of one allocator.
+///
+/// Definitions (bytes unless noted):
+///   allocated_bytes       blocks handed to users (rounded sizes)
+///   requested_bytes       what users asked for (unrounded)
+///   reserved_bytes        memory obtained from the upstream (segments)
+///   active_bytes          allocated + blocks freed by the user but still in
+///                         use by work on other streams
+///   inactive_split_bytes  free blocks inside partly used segments (these
+///                         cannot be returned to the upstream: fragmentation)
+///   cached_bytes          reserved - allocated: memory the cache holds
+/// Peaks: exact for single-threaded programs; with several threads the peak
+/// of allocated may exceed the true peak by at most what other threads' caches
+/// held at that moment (see Note [Statistics] in caching_allocator.cpp).
+struct MemoryStats {
+  StatArray allocated_bytes;
+  StatArray requested_bytes;
+  StatArray reserved_bytes;
+  StatArray active_bytes;
+  StatArray inactive_split_bytes;
+  StatArray cached_bytes;
+  StatArray allocation_count;      // live allocations
+  StatArray segment_count;
+  StatArray inactive_split_count;
+
+  std::int64_t num_allocs = 0;
+  std::int64_t num_frees = 0;
+  std::int64_t num_cache_hits = 0;    // served without asking the upstream
+  std::int64_t num_cache_misses = 0;  // needed a new segment
+  std::int64_t num_thread_cache_hits = 0;
+  std::int64_t num_ooms = 0;
+  std::int64_t num_upstream_allocs = 0;
+  std::int64_t num_upstream_frees = 0;
+  std::int64_t num_upstream_failures = 0;  // upstream said no (then retried / OOM)
+  std::int64_t num_cache_flushes = 0;      // releases of cached memory (empty_cache, OOM retry, gc)
+  std::int64_t total_allocated = 0;        // bytes handed out over the lifetime (since reset)
+
+  std::size_t largest_free_block = 0;
+  std::size_t memory_limit = 0;     // fraction cap in bytes (0 = none)
+  std::size_t cache_limit = 0;      // set_cache_size cap (0 = none)
+
+  /// num_cache_hits / num_allocs, 0 when nothing was allocated.
+  double cache_hit_rate() const noexcept;
+  /// (reserved - allocated) / reserved, 0 when nothing is reserved.
+  double fragmentation_ratio() const noexcept;
+};
+
+/// One block inside a segment, as memory_snapshot() reports it.
+struct BlockInfo {
+  std::uintptr_t address = 0;
+  std::size_t size = 0;
+  std::size_t requested = 0;  // valid for allocated blocks
+  /// "allocated", "free", "thread_cached" (free, held by a thread's cache) or
+  /// "pending" (freed, waiting for work on other streams).
+  std::string state;
+  StreamId stream = 0;
+};
+
+/// One segment (upstream allocation) and the blocks that tile it.
+struct SegmentInfo {
+  std::uintptr_t address = 0;
+  std::size_t size = 0;
+  std::string pool;  // "small" or "large"
+  StreamId stream = 0;
+  std::size_t allocated_bytes = 0;
+  std::vector<BlockInfo> blocks;
+};
+
+/// A live allocation larger than a threshold (SPEC M2 detailed view).
+struct AllocationInfo {
+  std::uintptr_t address = 0;
+  std::size_t size = 0;
+  std::size_t requested = 0;
+  StreamId stream = 0;
+  /// Where it was allocated: the allocation context active at that time
+  /// (ScopedAllocationContext) or "0x<address>" when none was set.
+  std::string location;
+};
+
+}  // namespace genesis::memory

@@ -1,0 +1,96 @@
+// Upstream resources: where a caching allocator gets its segments from.
+//
+// Note [Upstream layering]: memory in Genesis is a stack of layers (STYLE 3).
+// At the bottom an UpstreamResource talks to the platform (cudaMalloc,
+// cudaHostAlloc, aligned host memory, or a simulated GPU that hands out
+// addresses without touching memory). Above it the device-agnostic
+// CachingAllocator keeps freed blocks for reuse. The caching algorithm only
+// ever sees this interface, so every line of it runs in CI on the simulated
+// device exactly as it runs on an H100.
+//
+// An upstream also owns the notion of "streams" and "events" for its memory:
+// the caching allocator asks it to record an event on a stream when a block
+// was used on a stream other than the one it was allocated on, and reuses the
+// block only once every such event has completed (record_stream semantics).
+// Host memory has no streams: its events are complete at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "genesis/core/device.h"
+
+namespace genesis::memory {
+
+/// An opaque stream identifier. 0 is the default (legacy) stream. For CUDA
+/// upstreams it is the cudaStream_t value; for the simulated device it is a
+/// SimulatedDevice stream number.
+using StreamId = std::uintptr_t;
+
+/// An opaque event handle returned by UpstreamResource::record_event.
+using EventId = std::uintptr_t;
+
+/// What kind of memory an upstream hands out.
+enum class MemoryKind : std::uint8_t {
+  kDevice,      ///< GPU memory (real CUDA or simulated)
+  kPinnedHost,  ///< page-locked host memory usable by DMA
+  kHost,        ///< ordinary pageable host memory
+};
+
+const char* memory_kind_name(MemoryKind kind) noexcept;
+
+/// Free and total bytes of the memory an upstream draws from.
+struct MemInfo {
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+};
+
+/// Interface of every upstream resource. Public non-virtual entry points call
+/// private virtual hooks (the RMM pattern) so that checks live in one place.
+///
+/// Thread safety: implementations must be safe to call from several threads.
+class UpstreamResource {
+ public:
+  virtual ~UpstreamResource() = default;
+  UpstreamResource() = default;
+  UpstreamResource(const UpstreamResource&) = delete;
+  UpstreamResource& operator=(const UpstreamResource&) = delete;
+
+  /// Allocates `bytes` (> 0) aligned to at least alignment(). Returns nullptr
+  /// when the memory is exhausted (the caching allocator then frees its cache
+  /// and retries); throws CudaError / InvalidArgumentError for other failures.
+  void* allocate(std::size_t bytes) { return do_allocate(bytes); }
+
+  /// Returns memory obtained from allocate() with the same size. Never throws:
+  /// destructors call it, possibly while CUDA is shutting down.
+  void deallocate(void* ptr, std::size_t bytes) noexcept { do_deallocate(ptr, bytes); }
+
+  virtual MemoryKind kind() const noexcept = 0;
+  /// The device whose memory this is (CPU for host and pinned memory).
+  virtual Device device() const noexcept = 0;
+  /// A short name for messages and reports: "cuda:0", "pinned", "host", "sim:0".
+  virtual std::string name() const = 0;
+  /// Free and total bytes as the platform reports them.
+  virtual MemInfo mem_info() const = 0;
+  /// Guaranteed alignment of allocate() results; a power of two >= 512.
+  virtual std::size_t alignment() const noexcept { return 512; }
+  /// True when running out of this memory is a "CUDA OOM" for users.
+  bool is_cuda() const noexcept { return device().is_cuda(); }
+
+  // --- streams and events (see Note [Upstream layering]) -------------------
+  /// Records an event on `stream` after the work queued so far.
+  virtual EventId record_event(StreamId stream) { (void)stream; return 0; }
+  /// True once the event's work has completed. Must not block.
+  virtual bool event_done(EventId event) { (void)event; return true; }
+  /// Blocks until the event has completed.
+  virtual void wait_event(EventId event) { (void)event; }
+  /// Gives an event back (after it completed or when the allocator shuts down).
+  virtual void release_event(EventId event) noexcept { (void)event; }
+
+ private:
+  virtual void* do_allocate(std::size_t bytes) = 0;
+  virtual void do_deallocate(void* ptr, std::size_t bytes) noexcept = 0;
+};
+
+}  // namespace genesis::memory

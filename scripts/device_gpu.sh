@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Genesis on a GPU machine: build with CUDA + libtorch benches, run all tests,
+# run the GPU tests under compute-sanitizer, then the GPU allocator benchmark.
+#
+#   scripts/device_gpu.sh            (from the repository root)
+#
+# Expected machine: Ubuntu 24.04, CUDA in /usr/local/cuda, cmake/ninja/python3
+# (with torch) from /opt/torch/.venv/bin. Results and logs go to $OUT
+# (default ./out):
+#   build.log      machine/toolchain versions, CMake configure and build output
+#   tests.log      genesis_gpu_tests + genesis_tests output
+#   sanitizer.log  compute-sanitizer --tool memcheck on genesis_gpu_tests
+#   bench.log      scripts/bench_alloc_gpu.sh output (it may write more into $OUT)
+#   summary.txt    the table printed at the end
+#   <test>.xml     GoogleTest XML reports, only with GENESIS_GTEST_XML=1
+# (Few files on purpose: some GPU runners only bring back a handful.)
+# Every stage runs even if an earlier one failed (as far as it can); the exit
+# status is nonzero if any stage failed.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+OUT="${OUT:-$ROOT/out}"
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+BUILD="${GENESIS_BUILD_DIR:-$ROOT/build-gpu}"
+JOBS="${JOBS:-16}"
+
+for d in /opt/torch/.venv/bin /usr/local/cuda/bin; do
+  [[ -d $d && ":$PATH:" != *":$d:"* ]] && PATH="$d:$PATH"
+done
+export PATH
+
+STAGES=(); RESULTS=(); NOTES=()
+record() { STAGES+=("$1"); RESULTS+=("$2"); NOTES+=("${3:-}"); echo "[$1] $2 ${3:-}"; }
+log() { printf '\n==> %s\n' "$*"; }
+
+# ------------------------------------------------------------------- env ---
+log "env"
+{
+  date -u
+  uname -a
+  nvidia-smi 2>&1 || echo "nvidia-smi failed"
+  nvcc --version 2>&1 || echo "nvcc not found"
+  cmake --version 2>&1 | head -1
+  ninja --version 2>&1
+  python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
+} 2>&1 | tee "$OUT/build.log"
+
+# ------------------------------------------------------------- configure ---
+log "configure: $BUILD (Release, CUDA ON, torch benches)"
+gen=(); [[ -f "$BUILD/CMakeCache.txt" ]] || gen=(-G Ninja)
+CMAKE_ARGS=(-S "$ROOT" -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DGENESIS_ENABLE_CUDA=ON)
+cmake_major="$(cmake --version | sed -n 's/^cmake version \([0-9]*\).*/\1/p')"
+# Some libtorch/Caffe2 CMake files still declare very old minimum versions.
+[[ ${cmake_major:-3} -ge 4 ]] && CMAKE_ARGS+=(-DCMAKE_POLICY_VERSION_MINIMUM=3.5)
+configured=0
+torch_prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)"
+if [[ -n $torch_prefix ]] &&
+   cmake "${CMAKE_ARGS[@]}" -DGENESIS_TORCH_BENCH=ON -DCMAKE_PREFIX_PATH="$torch_prefix" 2>&1 | tee -a "$OUT/build.log"; then
+  record configure PASS "torch benches on"
+  configured=1
+else
+  note="torch not importable from python3"
+  [[ -n $torch_prefix ]] && note="configure with libtorch failed (see build.log)"
+  log "configure again without torch benches ($note)"
+  if cmake "${CMAKE_ARGS[@]}" -DGENESIS_TORCH_BENCH=OFF 2>&1 | tee -a "$OUT/build.log"; then
+    configured=1
+  fi
+  record configure FAIL "$note; torch benches off"
+fi
+
+# ----------------------------------------------------------------- build ---
+log "build: ninja -j$JOBS"
+if [[ $configured -eq 1 ]]; then
+  # -k 0: build every target that can be built, so independent stages still run.
+  if cmake --build "$BUILD" -j "$JOBS" -- -k 0 2>&1 | tee -a "$OUT/build.log"; then
+    record build PASS
+  else
+    record build FAIL "see build.log"
+  fi
+else
+  record build FAIL "not configured"
+fi
+
+# ----------------------------------------------------------------- tests ---
+: >"$OUT/tests.log"
+for t in genesis_gpu_tests genesis_tests; do
+  log "tests: $t"
+  if [[ -x "$BUILD/$t" ]]; then
+    xml=(); [[ ${GENESIS_GTEST_XML:-0} == 1 ]] && xml=(--gtest_output="xml:$OUT/$t.xml")
+    if "$BUILD/$t" "${xml[@]}" 2>&1 | tee -a "$OUT/tests.log"; then
+      record "$t" PASS
+    else
+      record "$t" FAIL "see tests.log"
+    fi
+  else
+    echo "$BUILD/$t was not built" | tee -a "$OUT/tests.log"
+    record "$t" FAIL "not built"
+  fi
+done
+
+# ------------------------------------------------------------- sanitizer ---
+log "compute-sanitizer memcheck: genesis_gpu_tests"
+sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+if [[ ! -x $sanitizer ]]; then
+  echo "compute-sanitizer not found" | tee "$OUT/sanitizer.log"
+  record sanitizer FAIL "compute-sanitizer not found"
+elif [[ ! -x "$BUILD/genesis_gpu_tests" ]]; then
+  echo "genesis_gpu_tests was not built" | tee "$OUT/sanitizer.log"
+  record sanitizer FAIL "not built"
+# --report-api-errors no: the tests provoke CUDA API errors on purpose (invalid
+# device, out of memory); memcheck should report memory-access errors only.
+elif "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 86 "$BUILD/genesis_gpu_tests" 2>&1 | tee "$OUT/sanitizer.log"; then
+  record sanitizer PASS
+else
+  rc=${PIPESTATUS[0]}
+  if [[ $rc -eq 86 ]]; then
+    record sanitizer FAIL "memcheck reported errors (see sanitizer.log)"
+  elif grep -q "terminated before first instrumented API call" "$OUT/sanitizer.log" &&
+       grep -q "^\[  PASSED  \]" "$OUT/sanitizer.log" && ! grep -q "^\[  FAILED  \]" "$OUT/sanitizer.log"; then
+    # The tests passed without making a single CUDA call: nothing to check.
+    record sanitizer PASS "no CUDA API calls made (no GPU test ran)"
+  else
+    record sanitizer FAIL "exit code $rc (see sanitizer.log)"
+  fi
+fi
+
+# ----------------------------------------------------------------- bench ---
+log "bench: scripts/bench_alloc_gpu.sh"
+if [[ -f "$ROOT/scripts/bench_alloc_gpu.sh" ]]; then
+  # The bench script finds the binaries through GENESIS_BUILD_DIR and writes
+  # its own result files into $OUT.
+  if OUT="$OUT" GENESIS_BUILD_DIR="$BUILD" bash "$ROOT/scripts/bench_alloc_gpu.sh" 2>&1 | tee "$OUT/bench.log"; then
+    record bench PASS
+  else
+    record bench FAIL "see bench.log"
+  fi
+else
+  echo "scripts/bench_alloc_gpu.sh does not exist yet" | tee "$OUT/bench.log"
+  record bench SKIP "scripts/bench_alloc_gpu.sh missing"
+fi
+
+# --------------------------------------------------------------- summary ---
+log "Summary (logs in $OUT)"
+failed=0
+{
+  printf '%-20s %-5s %s\n' STAGE RESULT NOTE
+  for i in "${!STAGES[@]}"; do
+    printf '%-20s %-5s %s\n' "${STAGES[$i]}" "${RESULTS[$i]}" "${NOTES[$i]}"
+  done
+} | tee "$OUT/summary.txt"
+for r in "${RESULTS[@]}"; do [[ $r == FAIL ]] && failed=1; done
+exit $failed

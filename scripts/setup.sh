@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Genesis: the newcomer's first command.
+#
+#   scripts/setup.sh              install prerequisites, build Release into build/, run the main job
+#   scripts/setup.sh --deps-only  only install prerequisites (what scripts/test.sh uses)
+#   scripts/setup.sh --no-run     install + build, skip the main job
+#
+# Target system: Debian 12 (apt). Packages already installed are not
+# reinstalled, so the script is cheap to run again. The CUDA toolkit is not an
+# apt package here: when nvcc is found (PATH or /usr/local/cuda) the build uses
+# it, otherwise Genesis builds CPU-only (GENESIS_WITH_CUDA=0).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${GENESIS_BUILD_DIR:-$ROOT/build}"
+JOBS="$(nproc 2>/dev/null || echo 2)"
+
+# Debian packages Genesis needs to build and test (compilers, CMake/Ninja,
+# GoogleTest, tool/bench/python dependencies).
+PACKAGES=(
+  build-essential cmake ninja-build git pkg-config
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
+  pybind11-dev python3-dev python3-numpy python3-pytest
+  clang-14 libclang-rt-14-dev
+)
+
+log() { printf '\n==> %s\n' "$*"; }
+
+# ----------------------------------------------------------- step 1: deps ---
+install_deps() {
+  log "Checking prerequisites"
+  if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "dpkg-query not found: not a Debian system. Install the equivalents of:" >&2
+    echo "  ${PACKAGES[*]}" >&2
+    return 0
+  fi
+  local missing=() p
+  for p in "${PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  if [[ ${#missing[@]} -eq 0 ]]; then
+    echo "All ${#PACKAGES[@]} packages are installed."
+  else
+    local sudo=()
+    if [[ $(id -u) -ne 0 ]]; then
+      if command -v sudo >/dev/null 2>&1; then
+        sudo=(sudo)
+      else
+        echo "Missing packages (${missing[*]}) and not root, and no sudo: install them manually." >&2
+        return 1
+      fi
+    fi
+    log "Installing: ${missing[*]}"
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 \
+      install -y --no-install-recommends "${missing[@]}"
+  fi
+  if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
+    echo "CUDA toolkit found: building with CUDA (GPU code compiles; tests that need a GPU skip without one)."
+  else
+    echo "No CUDA toolkit (nvcc) found: building CPU-only. Install CUDA under /usr/local/cuda to enable it."
+  fi
+}
+
+# ---------------------------------------------------------- step 2: build ---
+build_release() {
+  log "Configuring and building Release in ${BUILD_DIR}"
+  local gen=()
+  [[ -f "$BUILD_DIR/CMakeCache.txt" ]] || gen=(-G Ninja)
+  cmake -S "$ROOT" -B "$BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release
+  cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+# ------------------------------------------------------- step 3: main job ---
+# Genesis's "main job": what a newcomer should see working after setup.
+# Currently: the allocator benchmark on the CPU (quick mode).
+# Change this function when the main job changes (e.g. to replay a trace).
+run_main_job() {
+  log "Main job: allocator benchmark (CPU, quick)"
+  local bench="$BUILD_DIR/alloc_bench"
+  if [[ -x "$bench" ]]; then
+    "$bench" --quick
+  else
+    echo "NOTE: $bench does not exist yet (bench/alloc_bench.cpp not written); nothing to run."
+  fi
+}
+
+main() {
+  local deps_only=0 run=1 a
+  for a in "$@"; do
+    case "$a" in
+      --deps-only) deps_only=1 ;;
+      --no-run) run=0 ;;
+      -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 0 ;;
+      *) echo "unknown argument: $a (see --help)" >&2; return 2 ;;
+    esac
+  done
+  install_deps
+  [[ $deps_only -eq 1 ]] && return 0
+  build_release
+  [[ $run -eq 1 ]] && run_main_job
+  log "Done. Next: scripts/test.sh"
+}
+
+main "$@"

@@ -1,0 +1,584 @@
+// Caching allocator: construction, the allocation and free slow paths, the
+// pool (best fit, split, coalesce) and stream-ordered reuse.
+//
+// Note [Statistics]: statistics are always on, and the hot path may not touch
+// shared cache lines. So the pool keeps its own counters under the mutex, each
+// thread cache keeps owned counters (plain moves), and stats() adds them up.
+// The pool counts a block as "out" when it is allocated or in a thread cache;
+// allocated = out - (bytes in thread caches). A peak of a sum of per-thread
+// values cannot be kept exactly without a shared write, so each allocation
+// computes the candidate  out - (bytes cached by *this* thread) , which equals
+// the true allocated bytes when one thread allocates and exceeds it by at most
+// what other threads hold cached otherwise. The reported peak is the largest
+// candidate: never below the true peak.
+#include "genesis/memory/caching_allocator.h"
+
+#include <algorithm>
+#include <bit>
+#include <cinttypes>
+#include <cstdio>
+#include <thread>
+
+#include "genesis/memory/detail/allocator_registry.h"
+
+namespace genesis::memory {
+
+using detail::Block;
+using detail::BlockState;
+using detail::PoolId;
+using detail::Segment;
+using detail::ThreadCache;
+
+namespace {
+
+constexpr std::size_t kSmallSegment = std::size_t{2} << 20;   // 2 MiB
+constexpr std::size_t kLargeSegment = std::size_t{20} << 20;  // 20 MiB
+constexpr std::size_t kMinLargeAlloc = std::size_t{10} << 20;
+constexpr std::size_t kRoundLarge = std::size_t{2} << 20;
+constexpr std::size_t kBlockChunk = 1024;
+
+std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
+
+PoolId pool_for(std::size_t rounded) noexcept {
+  return rounded <= detail::kSmallLimit ? detail::kSmallPool : detail::kLargePool;
+}
+
+std::string hex(std::uintptr_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%" PRIxPTR, v);
+  return buf;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Construction
+
+CachingAllocator::CachingAllocator(std::shared_ptr<UpstreamResource> upstream, AllocatorOptions options)
+    : upstream_(std::move(upstream)), options_(options), asymmetric_(detail::asymmetric_fence_available()) {
+  GENESIS_CHECK(upstream_ != nullptr, "CachingAllocator needs an upstream resource, got null");
+  GENESIS_CHECK(upstream_->alignment() >= detail::kAlignment && (upstream_->alignment() & (upstream_->alignment() - 1)) == 0,
+                "upstream '", upstream_->name(), "' aligns to ", upstream_->alignment(),
+                " bytes; the caching allocator needs a power of two >= 512");
+  GENESIS_CHECK(options_.memory_fraction > 0.0 && options_.memory_fraction <= 1.0,
+                "memory_fraction must be in (0, 1], got ", options_.memory_fraction);
+  GENESIS_CHECK(options_.thread_cache_small_count > 0 && options_.thread_cache_large_count > 0,
+                "thread cache counts must be positive");
+  total_capacity_ = upstream_->mem_info().total_bytes;
+  if (options_.memory_fraction < 1.0 && total_capacity_ > 0)
+    memory_limit_ = static_cast<std::size_t>(options_.memory_fraction * static_cast<double>(total_capacity_));
+  std::size_t tc_limit = options_.thread_cache_bytes;
+  if (tc_limit == 0) {
+    tc_limit = std::size_t{2} << 30;
+    if (total_capacity_ > 0) tc_limit = std::min(tc_limit, total_capacity_ / 32);
+  }
+  if (options_.cache_size_limit != SIZE_MAX) tc_limit = std::min(tc_limit, options_.cache_size_limit / 4);
+  tc_byte_limit_.store(tc_limit, std::memory_order_relaxed);
+  recording_.store(options_.record_events, std::memory_order_relaxed);
+  shared_ring_ = std::make_unique<detail::EventRing>(options_.event_capacity_per_thread);
+  generation_ = detail::AllocatorRegistry::instance().attach(this, &slot_);
+}
+
+CachingAllocator::~CachingAllocator() {
+  // After detach no exiting thread touches our caches (the registry lock
+  // orders us after any retire in progress).
+  detail::AllocatorRegistry::instance().detach(slot_, generation_);
+  Lock lock(mutex_);
+  for (ThreadCache* tc : caches_) delete tc;
+  caches_.clear();
+  for (auto& p : pending_) upstream_->release_event(p.event);
+  pending_.clear();
+  while (segments_ != nullptr) {
+    Segment* seg = segments_;
+    segments_ = seg->next_seg;
+    upstream_->deallocate(reinterpret_cast<void*>(seg->addr), seg->size);
+    delete seg;
+  }
+  // Blocks live in block_chunks_ and go with it.
+  for (auto& chunk : block_chunks_)
+    for (std::size_t i = 0; i < kBlockChunk; ++i) delete chunk[i].stream_uses;
+}
+
+// ---------------------------------------------------------------------------
+// Thread caches
+
+ThreadCache* CachingAllocator::thread_cache_slow() noexcept {
+  if (!options_.thread_cache || generation_ == detail::AllocatorRegistry::kNoSlot) return nullptr;
+  ThreadCache* tc = nullptr;
+  try {
+    tc = new ThreadCache(detail::this_thread_number(), options_.event_capacity_per_thread);
+    Lock lock(mutex_);
+    if (recording_.load(std::memory_order_relaxed)) {
+      tc->ring_owner = std::make_unique<detail::EventRing>(options_.event_capacity_per_thread);
+      tc->ring.store(tc->ring_owner.get(), std::memory_order_release);
+    }
+    caches_.push_back(tc);
+  } catch (...) {
+    delete tc;
+    return nullptr;  // no cache: this thread uses the slow path
+  }
+  detail::tls_slots[slot_] = detail::TlsSlot{generation_, tc};
+  detail::AllocatorRegistry::ensure_thread_exit_hook();
+  return tc;
+}
+
+void CachingAllocator::retire_thread_cache(ThreadCache* tc) {
+  Lock lock(mutex_);
+  // The owner is exiting, so no handshake is needed.
+  flush_thread_cache(tc);
+  for (int p = 0; p < detail::kNumPools; ++p) {
+    retired_allocs_[p] += tc->num_allocs[p].get();
+    retired_frees_[p] += tc->num_frees[p].get();
+    retired_requested_[p] += tc->requested_delta[p].get();
+    retired_total_allocated_[p] += tc->total_allocated[p].get();
+  }
+  for (int i = 0; i < 3; ++i) {
+    peaks_.allocated[i] = std::max(peaks_.allocated[i], tc->peak_candidate[i].get());
+  }
+  if (tc->ring_owner) retired_rings_.push_back(std::move(tc->ring_owner));
+  caches_.erase(std::remove(caches_.begin(), caches_.end(), tc), caches_.end());
+  delete tc;
+}
+
+void CachingAllocator::flush_thread_cache(ThreadCache* tc, int only_pool, const StreamId* only_stream) {
+  if (tc->cached_blocks.get() == 0) return;
+  for (auto& sc : tc->streams) {
+    if (!sc || (only_stream != nullptr && sc->stream != *only_stream)) continue;
+    auto drain = [&](detail::BlockList& list) {
+      while (list.head != nullptr) {
+        Block* b = list.head;
+        list.head = b->cache_next;
+        b->cache_next = nullptr;
+        const std::int64_t size = static_cast<std::int64_t>(b->size);
+        tc->cached_bytes[b->pool].add(-size);
+        tc->cached_total.add(-size);
+        tc->cached_blocks.add(-1);
+        out_bytes_pool_[b->pool].store(out_bytes_pool_[b->pool].load(std::memory_order_relaxed) - size,
+                                       std::memory_order_relaxed);
+        out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - size, std::memory_order_relaxed);
+        --counters_.out_blocks[b->pool];
+        return_to_pool(b);
+      }
+      list.count = 0;
+    };
+    if (only_pool != detail::kLargePool) {
+      for (std::size_t w = 0; w < sc->small_mask.size(); ++w) {
+        for (std::uint64_t bits = sc->small_mask[w]; bits != 0; bits &= bits - 1) {
+          const std::size_t i = w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
+          if (sc->small[i].count) drain(sc->small[i]);
+        }
+        sc->small_mask[w] = 0;
+      }
+    }
+    if (only_pool != detail::kSmallPool) {
+      for (std::uint64_t bits = sc->large_mask; bits != 0; bits &= bits - 1) {
+        auto& slot = sc->large[static_cast<std::size_t>(std::countr_zero(bits))];
+        if (slot.list.count) drain(slot.list);
+      }
+      sc->large_mask = 0;
+    }
+  }
+}
+
+void CachingAllocator::reclaim_thread_caches(bool include_self) {
+  ThreadCache* self = nullptr;
+  if (!include_self) {
+    const detail::TlsSlot& s = detail::tls_slots[slot_];
+    if (s.generation == generation_) self = s.cache;
+  }
+  std::vector<ThreadCache*> targets;
+  for (ThreadCache* tc : caches_)
+    if (tc != self && tc->cached_blocks.get() != 0) targets.push_back(tc);
+  if (targets.empty()) return;
+  for (ThreadCache* tc : targets) tc->reclaim.store(1, std::memory_order_relaxed);
+  detail::heavy_fence();
+  for (ThreadCache* tc : targets) {
+    // The owner is at most one short hot-path call away from noticing.
+    while (tc->active.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    flush_thread_cache(tc);
+    tc->reclaim.store(0, std::memory_order_release);
+  }
+}
+
+void CachingAllocator::synchronize_readers() {
+  detail::heavy_fence();
+  for (ThreadCache* tc : caches_)
+    while (tc->active.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  map_.free_retired();
+}
+
+std::int64_t CachingAllocator::thread_cached_total_locked() const {
+  std::int64_t total = 0;
+  for (const ThreadCache* tc : caches_) total += tc->cached_total.get();
+  return total;
+}
+
+// ---------------------------------------------------------------------------
+// Blocks
+
+Block* CachingAllocator::new_block() {
+  if (free_blocks_ == nullptr) {
+    block_chunks_.push_back(std::make_unique<Block[]>(kBlockChunk));
+    Block* chunk = block_chunks_.back().get();
+    for (std::size_t i = 0; i < kBlockChunk; ++i) {
+      chunk[i].cache_next = free_blocks_;
+      free_blocks_ = &chunk[i];
+    }
+  }
+  Block* b = free_blocks_;
+  free_blocks_ = b->cache_next;
+  b->cache_next = nullptr;
+  return b;
+}
+
+void CachingAllocator::delete_block(Block* b) {
+  // Blocks are recycled, never returned to the system while the allocator
+  // lives: a racing stale lookup (PointerMap) always reads a valid record.
+  delete b->stream_uses;
+  b->stream_uses = nullptr;
+  b->addr = 0;
+  b->size = 0;
+  b->set_requested(0);
+  b->segment = nullptr;
+  b->prev = b->next = nullptr;
+  b->pending_events = 0;
+  b->set_location(nullptr);
+  b->split_counted = false;
+  b->set_state(BlockState::kDead);
+  b->cache_next = free_blocks_;
+  free_blocks_ = b;
+}
+
+void CachingAllocator::index_insert(Block* b) {
+  b->set_state(BlockState::kFree);
+  free_[b->pool].insert(b);
+  if (b->is_split()) {
+    b->split_counted = true;
+    counters_.inactive_split_bytes[b->pool] += static_cast<std::int64_t>(b->size);
+    ++counters_.inactive_split_count[b->pool];
+  }
+}
+
+void CachingAllocator::index_erase(Block* b) {
+  free_[b->pool].erase(b);
+  if (b->split_counted) {
+    b->split_counted = false;
+    counters_.inactive_split_bytes[b->pool] -= static_cast<std::int64_t>(b->size);
+    --counters_.inactive_split_count[b->pool];
+  }
+}
+
+std::size_t CachingAllocator::segment_size_for(PoolId pool, std::size_t rounded) const noexcept {
+  if (pool == detail::kSmallPool) return kSmallSegment;
+  if (rounded < kMinLargeAlloc) return kLargeSegment;
+  return round_up(rounded, kRoundLarge);
+}
+
+Block* CachingAllocator::find_free_block(PoolId pool, std::size_t rounded, StreamId stream) {
+  return free_[pool].find(stream, rounded);
+}
+
+Block* CachingAllocator::take_block(Block* b, std::size_t rounded) {
+  index_erase(b);
+  const std::size_t remaining = b->size - rounded;
+  const bool split = b->pool == detail::kSmallPool ? remaining >= detail::kAlignment : remaining > detail::kSmallLimit;
+  if (split) {
+    Block* rest = new_block();
+    rest->addr = b->addr + rounded;
+    rest->size = remaining;
+    rest->segment = b->segment;
+    rest->pool = b->pool;
+    rest->stream = b->stream;
+    rest->prev = b;
+    rest->next = b->next;
+    if (b->next != nullptr) b->next->prev = rest;
+    b->next = rest;
+    b->size = rounded;
+    map_.insert(rest->addr, rest);
+    index_insert(rest);
+  }
+  return b;
+}
+
+void CachingAllocator::return_to_pool(Block* b) {
+  // Invariant: two free blocks are never neighbours, so at most one merge on
+  // each side.
+  if (Block* prev = b->prev; prev != nullptr && prev->load_state() == BlockState::kFree) {
+    index_erase(prev);
+    prev->size += b->size;
+    prev->next = b->next;
+    if (b->next != nullptr) b->next->prev = prev;
+    map_.erase(b->addr);
+    delete_block(b);
+    b = prev;
+  }
+  if (Block* next = b->next; next != nullptr && next->load_state() == BlockState::kFree) {
+    index_erase(next);
+    b->size += next->size;
+    b->next = next->next;
+    if (next->next != nullptr) next->next->prev = b;
+    map_.erase(next->addr);
+    delete_block(next);
+  }
+  index_insert(b);
+  b->segment->last_used_ns = detail::coarse_now_ns();
+}
+
+// ---------------------------------------------------------------------------
+// Allocation slow path
+
+Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
+  if (bytes == 0) return nullptr;
+  GENESIS_CHECK(bytes <= detail::kMaxRequest, "cannot allocate ", bytes,
+                " bytes: requests are limited to 2^62 bytes (was a negative size converted to unsigned?)");
+  const bool recording = recording_.load(std::memory_order_relaxed);
+  const std::uint64_t t0 = recording ? detail::now_ns() : 0;
+  ThreadCache* tc = thread_cache();  // before locking: creating one takes the mutex
+  const std::size_t rounded = detail::round_size(bytes);
+  const PoolId pool = pool_for(rounded);
+
+  Lock lock(mutex_);
+  if (!pending_.empty()) process_events();
+
+  Block* b = nullptr;
+  bool hit = true;
+  if (tc != nullptr) {
+    // The hot path missed: maybe another stream, maybe an empty bin.
+    if (detail::StreamCache* sc = tc->cache_for(stream); sc != nullptr) {
+      tc->current = sc;
+      b = sc->pop(rounded);
+      if (b != nullptr) {
+        note_alloc_hot(tc, b, bytes);
+        if (map_.has_retired()) synchronize_readers();
+        lock.unlock();
+        if (recording) record_event_hot_alloc(tc, b, bytes);
+        return b;
+      }
+    }
+  }
+  b = find_free_block(pool, rounded, stream);
+  if (b == nullptr && tc != nullptr && tc->cached_blocks.get() != 0) {
+    // Before growing, give the pool what this thread keeps cached for this
+    // pool and stream (only those can merge into a fitting block).
+    flush_thread_cache(tc, pool, &stream);
+    b = find_free_block(pool, rounded, stream);
+  }
+  if (b == nullptr && thread_cached_total_locked() >= static_cast<std::int64_t>(rounded)) {
+    reclaim_thread_caches(false);
+    b = find_free_block(pool, rounded, stream);
+  }
+  if (b != nullptr) {
+    b = take_block(b, rounded);
+  } else {
+    b = grow(pool, rounded, stream, bytes);  // throws OutOfMemoryError
+    hit = false;
+  }
+
+  b->set_requested(bytes);
+  b->set_location(detail::tls_allocation_context);
+  b->set_state(BlockState::kAllocated);
+  const std::int64_t size = static_cast<std::int64_t>(b->size);
+  out_bytes_pool_[pool].store(out_bytes_pool_[pool].load(std::memory_order_relaxed) + size, std::memory_order_relaxed);
+  out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) + size, std::memory_order_relaxed);
+  ++counters_.out_blocks[pool];
+  ++counters_.num_allocs[pool];
+  counters_.requested[pool] += static_cast<std::int64_t>(bytes);
+  counters_.total_allocated[pool] += size;
+  if (hit) ++counters_.num_hits; else ++counters_.num_misses;
+
+  update_peaks_locked();
+  if (map_.has_retired()) synchronize_readers();
+  if (recording) {
+    b->alloc_time_ns = t0;
+    record_event(tc, EventAction::kAlloc, b->addr, bytes, b->size, stream, detail::now_ns() - t0, hit);
+  }
+  return b;
+}
+
+Block* CachingAllocator::grow(PoolId pool, std::size_t rounded, StreamId stream, std::size_t bytes) {
+  std::size_t seg_size = segment_size_for(pool, rounded);
+  bool capped = false;
+  auto try_upstream = [&](std::size_t n) -> void* {
+    std::int64_t reserved = counters_.reserved[0] + counters_.reserved[1];
+    if (memory_limit_ != SIZE_MAX && static_cast<std::size_t>(reserved) + n > memory_limit_) {
+      capped = true;
+      return nullptr;
+    }
+    void* p = upstream_->allocate(n);
+    if (p == nullptr) ++counters_.num_upstream_failures;
+    return p;
+  };
+
+  void* p = try_upstream(seg_size);
+  if (p == nullptr) {
+    // Out of memory: make everything cached reusable, then either a block fits
+    // or the freed segments make room upstream.
+    ++counters_.num_cache_flushes;
+    wait_all_pending();
+    reclaim_thread_caches(true);
+    if (Block* b = find_free_block(pool, rounded, stream); b != nullptr) return take_block(b, rounded);
+    release_free_segments(UINT64_MAX, nullptr);
+    p = try_upstream(seg_size);
+    if (p == nullptr && pool == detail::kLargePool && seg_size > round_up(rounded, kRoundLarge)) {
+      seg_size = round_up(rounded, kRoundLarge);  // no room for a shared 20 MiB segment: take just enough
+      p = try_upstream(seg_size);
+    }
+    if (p == nullptr) {
+      throw_oom(bytes, stream,
+                capped ? "the memory fraction cap (set_memory_fraction) would be exceeded"
+                       : "the upstream has no contiguous range of that size left");
+    }
+  }
+
+  auto* seg = new Segment;
+  seg->addr = reinterpret_cast<std::uintptr_t>(p);
+  seg->size = seg_size;
+  seg->pool = pool;
+  seg->stream = stream;
+  seg->last_used_ns = detail::coarse_now_ns();
+  seg->next_seg = segments_;
+  if (segments_ != nullptr) segments_->prev_seg = seg;
+  segments_ = seg;
+  Block* b = new_block();
+  b->addr = seg->addr;
+  b->size = seg_size;
+  b->segment = seg;
+  b->pool = pool;
+  b->stream = stream;
+  seg->first = b;
+  map_.insert(b->addr, b);
+  index_insert(b);
+  counters_.reserved[pool] += static_cast<std::int64_t>(seg_size);
+  counters_.reserved_allocated[pool] += static_cast<std::int64_t>(seg_size);
+  ++counters_.segments[pool];
+  ++counters_.num_upstream_allocs;
+  if (recording_.load(std::memory_order_relaxed)) {
+    record_event(nullptr, EventAction::kSegmentAlloc, seg->addr, seg_size, seg_size, stream, 0, false);
+  }
+  return take_block(b, rounded);
+}
+
+// ---------------------------------------------------------------------------
+// Free slow path
+
+void CachingAllocator::free_slow(Block* b, bool lookup_failed, void* ptr) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
+  ThreadCache* tc = thread_cache();
+  Lock lock(mutex_);
+  if (lookup_failed) b = map_.find(addr);
+  if (b == nullptr || b->load_state() == BlockState::kDead) {
+    for (Segment* seg = segments_; seg != nullptr; seg = seg->next_seg) {
+      if (addr > seg->addr && addr < seg->addr + seg->size) {
+        GENESIS_CHECK(false, "cannot free ", hex(addr), ": it points inside a segment of allocator '",
+                      upstream_->name(), "' but is not the start of an allocation");
+      }
+    }
+    GENESIS_CHECK(false, "cannot free ", hex(addr), ": this pointer was not allocated by the caching allocator of '",
+                  upstream_->name(), "'");
+  }
+  const BlockState state = b->load_state();
+  GENESIS_CHECK(state == BlockState::kAllocated, "double free of ", hex(b->addr), " (", b->size,
+                " bytes) on allocator '", upstream_->name(), "': the block is already ",
+                state == BlockState::kPending ? "freed (waiting for stream work)" : "free");
+
+  // Record the stream events before changing anything: the upstream may throw
+  // (an unknown stream, a CUDA error), and then the block must stay allocated
+  // with every counter untouched, as deallocate() promises. Events recorded
+  // before the failure are given back.
+  std::vector<EventId> events;
+  if (b->stream_uses != nullptr && !b->stream_uses->empty()) {
+    try {
+      events.reserve(b->stream_uses->size());
+      for (StreamId s : *b->stream_uses) events.push_back(upstream_->record_event(s));
+      pending_.reserve(pending_.size() + events.size());  // the push_backs below cannot throw
+    } catch (...) {
+      for (EventId e : events) upstream_->release_event(e);
+      throw;
+    }
+  }
+
+  const PoolId pool = b->pool;
+  const std::int64_t size = static_cast<std::int64_t>(b->size);
+  if (recording_.load(std::memory_order_relaxed)) {
+    record_event(tc, EventAction::kFree, b->addr, b->get_requested(), b->size, b->stream,
+                 b->alloc_time_ns ? detail::now_ns() - b->alloc_time_ns : 0, false);
+  }
+  ++counters_.num_frees[pool];
+  counters_.requested[pool] -= static_cast<std::int64_t>(b->get_requested());
+
+  out_bytes_pool_[pool].store(out_bytes_pool_[pool].load(std::memory_order_relaxed) - size, std::memory_order_relaxed);
+  out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - size, std::memory_order_relaxed);
+  --counters_.out_blocks[pool];
+
+  if (!events.empty()) {
+    // Note: the block is reusable on its own stream only after the work on
+    // the other streams completes, so each of them gets an event.
+    b->set_state(BlockState::kPending);
+    for (EventId e : events) {
+      pending_.push_back(PendingEvent{e, b});
+      ++b->pending_events;
+    }
+    delete b->stream_uses;
+    b->stream_uses = nullptr;
+    counters_.pending_bytes[pool] += size;
+    process_events();
+  } else {
+    delete b->stream_uses;
+    b->stream_uses = nullptr;
+    return_to_pool(b);
+  }
+  update_peaks_locked();
+  enforce_cache_limit();
+}
+
+void CachingAllocator::record_stream(void* ptr, StreamId stream) {
+  GENESIS_CHECK(ptr != nullptr, "record_stream: pointer is null");
+  Lock lock(mutex_);
+  Block* b = map_.find(reinterpret_cast<std::uintptr_t>(ptr));
+  GENESIS_CHECK(b != nullptr && b->load_state() == BlockState::kAllocated, "record_stream: ",
+                hex(reinterpret_cast<std::uintptr_t>(ptr)), " is not a live allocation of allocator '",
+                upstream_->name(), "'");
+  if (stream == b->stream) return;  // its own stream orders the work already
+  if (b->stream_uses == nullptr) b->stream_uses = new std::vector<StreamId>();
+  if (std::find(b->stream_uses->begin(), b->stream_uses->end(), stream) == b->stream_uses->end())
+    b->stream_uses->push_back(stream);
+}
+
+void CachingAllocator::process_events() {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    PendingEvent pe = pending_[i];
+    if (upstream_->event_done(pe.event)) {
+      upstream_->release_event(pe.event);
+      if (--pe.block->pending_events == 0) {
+        counters_.pending_bytes[pe.block->pool] -= static_cast<std::int64_t>(pe.block->size);
+        return_to_pool(pe.block);
+      }
+    } else {
+      pending_[kept++] = pe;
+    }
+  }
+  pending_.resize(kept);
+}
+
+void CachingAllocator::wait_all_pending() {
+  for (const PendingEvent& pe : pending_) upstream_->wait_event(pe.event);
+  process_events();
+}
+
+bool CachingAllocator::owns(const void* ptr) const noexcept {
+  Lock lock(mutex_);
+  Block* b = map_.find(reinterpret_cast<std::uintptr_t>(ptr));
+  return b != nullptr && b->load_state() == BlockState::kAllocated;
+}
+
+std::size_t CachingAllocator::allocation_size(const void* ptr) const {
+  Lock lock(mutex_);
+  Block* b = map_.find(reinterpret_cast<std::uintptr_t>(ptr));
+  GENESIS_CHECK(b != nullptr && b->load_state() == BlockState::kAllocated, "allocation_size: ",
+                hex(reinterpret_cast<std::uintptr_t>(ptr)), " is not a live allocation of allocator '",
+                upstream_->name(), "'");
+  return b->size;
+}
+
+}  // namespace genesis::memory

@@ -1,0 +1,107 @@
+#include "genesis/memory/device_allocators.h"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "genesis/core/bytes.h"
+#include "genesis/cuda/runtime.h"
+#include "genesis/memory/cuda_resource.h"
+#include "genesis/memory/host_resource.h"
+#include "genesis/memory/pinned_resource.h"
+
+namespace genesis::memory {
+
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::unique_ptr<CachingAllocator> host;
+  std::unique_ptr<CachingAllocator> pinned;
+  std::vector<std::unique_ptr<CachingAllocator>> cuda;
+  std::atomic<bool> pinned_for_transfers{false};
+};
+
+// Leaked on purpose: allocators must outlive every static object that may
+// still free memory during exit, and CUDA may already be unloaded by then.
+Registry& registry() {
+  static auto* r = new Registry;
+  return *r;
+}
+
+}  // namespace
+
+CachingAllocator& cuda_allocator(int index) {
+  Device(DeviceType::kCUDA, index).validate();
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (r.cuda.size() <= static_cast<std::size_t>(index)) r.cuda.resize(static_cast<std::size_t>(index) + 1);
+  if (!r.cuda[static_cast<std::size_t>(index)])
+    r.cuda[static_cast<std::size_t>(index)] =
+        std::make_unique<CachingAllocator>(std::make_shared<CudaDeviceResource>(index));
+  return *r.cuda[static_cast<std::size_t>(index)];
+}
+
+CachingAllocator& host_allocator() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (!r.host) r.host = std::make_unique<CachingAllocator>(std::make_shared<HostResource>());
+  return *r.host;
+}
+
+CachingAllocator& pinned_allocator() {
+  GENESIS_CHECK(cuda::is_available(), "pinned host memory needs a CUDA GPU",
+                cuda::compiled_with_cuda() ? " and none is available" : " and Genesis was built without CUDA");
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (!r.pinned) r.pinned = std::make_unique<CachingAllocator>(std::make_shared<PinnedHostResource>());
+  return *r.pinned;
+}
+
+CachingAllocator& allocator_for(Device device) {
+  if (device.is_cpu()) return host_allocator();
+  return cuda_allocator(device.index());
+}
+
+void* allocate_pinned(std::size_t bytes) { return pinned_allocator().allocate(bytes); }
+
+void free_pinned(void* ptr) {
+  if (ptr == nullptr) return;
+  pinned_allocator().deallocate(ptr);
+}
+
+bool is_pinned(const void* ptr) noexcept {
+  if (ptr == nullptr) return false;
+  return PinnedHostResource::is_pinned(ptr);
+}
+
+void set_pinned_host_memory(bool enabled) {
+  if (enabled) (void)pinned_allocator();  // fail now, with a clear error, if impossible
+  registry().pinned_for_transfers.store(enabled, std::memory_order_relaxed);
+}
+
+bool pinned_host_memory_enabled() noexcept {
+  return registry().pinned_for_transfers.load(std::memory_order_relaxed);
+}
+
+CachingAllocator& host_allocator_for_transfers() {
+  return pinned_host_memory_enabled() ? pinned_allocator() : host_allocator();
+}
+
+void set_cache_size(Device device, std::string_view size) { allocator_for(device).set_cache_size(parse_bytes(size)); }
+
+void empty_all_caches() {
+  std::vector<CachingAllocator*> all;
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (r.host) all.push_back(r.host.get());
+    if (r.pinned) all.push_back(r.pinned.get());
+    for (auto& a : r.cuda)
+      if (a) all.push_back(a.get());
+  }
+  for (CachingAllocator* a : all) a->empty_cache();
+}
+
+}  // namespace genesis::memory

@@ -1,0 +1,97 @@
+#include "genesis/memory/detail/free_index.h"
+
+#include <algorithm>
+
+namespace genesis::memory::detail {
+
+void FreeIndex::insert(Block* b) {
+  PerStream* s = lookup(b->stream);
+  if (s == nullptr) {
+    streams_.push_back(std::make_unique<PerStream>());
+    s = streams_.back().get();
+    s->stream = b->stream;
+  }
+  const int c = size_class(b->size);
+  b->free_owner = s;
+  Block*& head = s->heads[c];
+  b->free_prev = nullptr;
+  b->free_next = head;
+  if (head != nullptr) head->free_prev = b;
+  head = b;
+  s->words[c >> 6] |= std::uint64_t{1} << (c & 63);
+  s->top |= std::uint64_t{1} << (c >> 6);
+  ++count_;
+}
+
+void FreeIndex::erase(Block* b) noexcept {
+  auto* s = static_cast<PerStream*>(b->free_owner);
+  if (s == nullptr) return;
+  b->free_owner = nullptr;
+  const int c = size_class(b->size);
+  if (b->free_prev != nullptr) b->free_prev->free_next = b->free_next;
+  else s->heads[c] = b->free_next;
+  if (b->free_next != nullptr) b->free_next->free_prev = b->free_prev;
+  b->free_prev = b->free_next = nullptr;
+  if (s->heads[c] == nullptr) {
+    s->words[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
+    if (s->words[c >> 6] == 0) s->top &= ~(std::uint64_t{1} << (c >> 6));
+  }
+  --count_;
+}
+
+int FreeIndex::next_class(const PerStream& s, int c) noexcept {
+  if (c >= kNumClasses) return -1;
+  int w = c >> 6;
+  std::uint64_t bits = s.words[w] & (~std::uint64_t{0} << (c & 63));
+  if (bits != 0) return (w << 6) + std::countr_zero(bits);
+  if (w + 1 >= 64) return -1;
+  const std::uint64_t tops = s.top & (~std::uint64_t{0} << (w + 1));
+  if (tops == 0) return -1;
+  w = std::countr_zero(tops);
+  return (w << 6) + std::countr_zero(s.words[w]);
+}
+
+Block* FreeIndex::find(StreamId stream, std::size_t size) const noexcept {
+  const PerStream* s = lookup(stream);
+  if (s == nullptr) return nullptr;
+  const int c = size_class(size);
+  // The request's own class holds blocks both smaller and larger than it
+  // (above 32 KiB): take the smallest that fits among the first few.
+  if (c >= kExactClasses) {
+    Block* best = nullptr;
+    int seen = 0;
+    for (Block* b = s->heads[c]; b != nullptr && seen < kScanLimit; b = b->free_next, ++seen) {
+      if (b->size >= size && (best == nullptr || b->size < best->size || (b->size == best->size && b->addr < best->addr))) {
+        best = b;
+        if (b->size == size) break;
+      }
+    }
+    if (best != nullptr) return best;
+  } else if (s->heads[c] != nullptr) {
+    return s->heads[c];  // exact class: every block is exactly `size`
+  }
+  // Every block of a higher class fits; prefer the smallest of the first few
+  // so that large blocks stay whole for large requests.
+  const int n = next_class(*s, c + 1);
+  if (n < 0) return nullptr;
+  Block* best = nullptr;
+  int seen = 0;
+  for (Block* b = s->heads[n]; b != nullptr && seen < kScanLimit; b = b->free_next, ++seen)
+    if (best == nullptr || b->size < best->size || (b->size == best->size && b->addr < best->addr)) best = b;
+  return best;
+}
+
+std::size_t FreeIndex::largest() const noexcept {
+  std::size_t best = 0;
+  for (const auto& s : streams_) {
+    for (int w = kWords - 1; w >= 0; --w) {
+      if (s->words[w] == 0) continue;
+      const int c = (w << 6) + 63 - std::countl_zero(s->words[w]);
+      for (const Block* b = s->heads[c]; b != nullptr; b = b->free_next) best = std::max(best, b->size);
+      break;
+    }
+  }
+  return best;
+}
+
+}  // namespace genesis::memory::detail

@@ -1,0 +1,297 @@
+#include "genesis/memory/simulated_device.h"
+
+#include <algorithm>
+
+#include "genesis/core/error.h"
+
+// Why the base is 0x6000'0000'0000 and not the 0x7e00'0000'0000 first
+// suggested: on x86-64 Linux the mmap area (shared libraries, thread stacks,
+// large mallocs, CUDA's own reservations) starts just under 0x7fff'ffff'ffff
+// minus up to 1 TiB of ASLR offset and grows down, so it can reach
+// 0x7exx'xxxx'xxxx in a big process. 0x6000'0000'0000 + 16 TiB is far from
+// both that area and the heap (near the executable, 0x55.. / 0x56..), and
+// stays inside the 47-bit user space, so code that packs pointers into 48 bits
+// still works with simulated addresses.
+
+namespace genesis::memory {
+
+namespace {
+
+constexpr std::size_t round_up(std::size_t n, std::size_t multiple) noexcept {
+  return (n + multiple - 1) / multiple * multiple;
+}
+
+}  // namespace
+
+SimulatedDevice::SimulatedDevice(std::size_t capacity_bytes, int index)
+    : capacity_(capacity_bytes),
+      index_(index),
+      base_(kBaseAddress + static_cast<std::uintptr_t>(index) * kAddressSpan) {
+  GENESIS_CHECK(capacity_bytes > 0 && capacity_bytes <= kAddressSpan,
+                "SimulatedDevice: capacity must be in (0, 1 TiB], got ", capacity_bytes, " bytes");
+  GENESIS_CHECK(index >= 0 && index <= kMaxIndex, "SimulatedDevice: index must be in [0, ", kMaxIndex, "], got ",
+                index);
+  const std::size_t usable = capacity_bytes / kAlignment * kAlignment;
+  if (usable > 0) add_free_range(base_, usable);
+}
+
+std::string SimulatedDevice::name() const { return "sim:" + std::to_string(index_); }
+
+MemInfo SimulatedDevice::mem_info() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return MemInfo{capacity_ - bytes_in_use_, capacity_};
+}
+
+// --- range allocator ---------------------------------------------------------
+
+void SimulatedDevice::add_free_range(std::uintptr_t addr, std::size_t size) {
+  // Coalesce with the neighbours so that frees never leave touching ranges.
+  auto next = free_by_addr_.lower_bound(addr);
+  if (next != free_by_addr_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == addr) {
+      addr = prev->first;
+      size += prev->second;
+      remove_free_range(prev);
+    }
+  }
+  if (next != free_by_addr_.end() && addr + size == next->first) {
+    size += next->second;
+    remove_free_range(next);
+  }
+  free_by_addr_.emplace(addr, size);
+  free_by_size_.emplace(size, addr);
+}
+
+void SimulatedDevice::remove_free_range(std::map<std::uintptr_t, std::size_t>::iterator it) {
+  free_by_size_.erase({it->second, it->first});
+  free_by_addr_.erase(it);
+}
+
+std::uintptr_t SimulatedDevice::take_range(std::size_t size, std::size_t align) {
+  // Best fit: ranges in increasing size; the first that still fits after
+  // aligning its start is the smallest that fits. For 512-byte alignment the
+  // first candidate always fits (every range starts 512-aligned); only 2 MiB
+  // alignment may need to look further.
+  for (auto it = free_by_size_.lower_bound({size, 0}); it != free_by_size_.end(); ++it) {
+    const auto [range_size, range_addr] = *it;
+    const std::uintptr_t start = round_up(range_addr, align);
+    if (start + size > range_addr + range_size) continue;
+    remove_free_range(free_by_addr_.find(range_addr));
+    // Whatever is left on either side goes back as free ranges; they cannot
+    // touch other free ranges, since the range they came from did not.
+    if (start > range_addr) {
+      free_by_addr_.emplace(range_addr, start - range_addr);
+      free_by_size_.emplace(start - range_addr, range_addr);
+    }
+    const std::uintptr_t end = start + size;
+    const std::uintptr_t range_end = range_addr + range_size;
+    if (range_end > end) {
+      free_by_addr_.emplace(end, range_end - end);
+      free_by_size_.emplace(range_end - end, end);
+    }
+    return start;
+  }
+  return 0;
+}
+
+void* SimulatedDevice::do_allocate(std::size_t bytes) {
+  GENESIS_CHECK(bytes > 0, "SimulatedDevice::allocate: size must be positive");
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (fail_next_ > 0) {
+    --fail_next_;
+    ++num_failed_allocs_;
+    return nullptr;
+  }
+  if (bytes > capacity_) {  // also keeps round_up below from overflowing
+    ++num_failed_allocs_;
+    return nullptr;
+  }
+  const std::size_t size = round_up(bytes, kAlignment);
+  if (size > capacity_ - bytes_in_use_) {
+    ++num_failed_allocs_;
+    return nullptr;
+  }
+  const std::size_t align = size >= kLargeAlignment ? kLargeAlignment : kAlignment;
+  const std::uintptr_t addr = take_range(size, align);
+  if (addr == 0) {  // enough free bytes, but no contiguous range fits
+    ++num_failed_allocs_;
+    return nullptr;
+  }
+  live_.emplace(addr, Live{bytes, size});
+  bytes_in_use_ += size;
+  peak_bytes_in_use_ = std::max(peak_bytes_in_use_, bytes_in_use_);
+  ++num_allocs_;
+  return reinterpret_cast<void*>(addr);
+}
+
+void SimulatedDevice::do_deallocate(void* ptr, std::size_t bytes) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (it == live_.end()) {  // double free, foreign pointer, or nullptr
+    ++num_misuses_;
+    return;
+  }
+  // A wrong size is a caller bug, but the block is known: free what was
+  // really allocated so that the accounting stays consistent.
+  if (bytes != it->second.requested) ++num_misuses_;
+  const std::size_t size = it->second.size;
+  const std::uintptr_t addr = it->first;
+  live_.erase(it);
+  bytes_in_use_ -= size;
+  ++num_frees_;
+  // Re-inserting the range allocates tree nodes; should that fail, the range
+  // (and any neighbour it was being merged with) is dropped from the free
+  // lists, which only shrinks the simulated device. Better than letting
+  // std::bad_alloc escape a noexcept function.
+  try {
+    add_free_range(addr, size);
+  } catch (...) {
+  }
+}
+
+// --- streams and events ------------------------------------------------------
+
+StreamId SimulatedDevice::create_stream() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  streams_.emplace_back();
+  return streams_.size() - 1;
+}
+
+SimulatedDevice::Stream& SimulatedDevice::stream_locked(StreamId stream) {
+  GENESIS_CHECK(stream < streams_.size(), name(), ": unknown stream ", stream, " (", streams_.size() - 1,
+                " streams created; 0 is the default stream)");
+  return streams_[stream];
+}
+
+const SimulatedDevice::Stream& SimulatedDevice::stream_locked(StreamId stream) const {
+  return const_cast<SimulatedDevice*>(this)->stream_locked(stream);
+}
+
+std::uint64_t SimulatedDevice::submit_work(StreamId stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ++stream_locked(stream).submitted;
+}
+
+void SimulatedDevice::complete_work(StreamId stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stream& s = stream_locked(stream);
+  s.completed = s.submitted;
+}
+
+void SimulatedDevice::complete_all() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Stream& s : streams_) s.completed = s.submitted;
+}
+
+std::uint64_t SimulatedDevice::submitted_work(StreamId stream) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stream_locked(stream).submitted;
+}
+
+std::uint64_t SimulatedDevice::completed_work(StreamId stream) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stream_locked(stream).completed;
+}
+
+EventId SimulatedDevice::record_event(StreamId stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::uint64_t ticket = stream_locked(stream).submitted;
+  const EventId id = next_event_++;
+  events_.emplace(id, Event{stream, ticket});
+  return id;
+}
+
+SimulatedDevice::Event& SimulatedDevice::event_locked(EventId event, const char* what) {
+  auto it = events_.find(event);
+  GENESIS_CHECK(it != events_.end(), name(), ": ", what, " of event ", event,
+                ", which was never recorded or was already released");
+  return it->second;
+}
+
+bool SimulatedDevice::event_done(EventId event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Event& e = event_locked(event, "event_done");
+  return streams_[e.stream].completed >= e.ticket;
+}
+
+void SimulatedDevice::wait_event(EventId event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Event& e = event_locked(event, "wait_event");
+  Stream& s = streams_[e.stream];
+  s.completed = std::max(s.completed, e.ticket);
+}
+
+void SimulatedDevice::release_event(EventId event) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (events_.erase(event) == 0) ++num_misuses_;
+}
+
+std::size_t SimulatedDevice::outstanding_events() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return events_.size();
+}
+
+// --- failure injection and counters -----------------------------------------
+
+void SimulatedDevice::fail_next_allocations(std::size_t n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  fail_next_ = n;
+}
+
+std::size_t SimulatedDevice::num_allocs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return num_allocs_;
+}
+
+std::size_t SimulatedDevice::num_frees() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return num_frees_;
+}
+
+std::size_t SimulatedDevice::num_failed_allocs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return num_failed_allocs_;
+}
+
+std::size_t SimulatedDevice::bytes_in_use() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return bytes_in_use_;
+}
+
+std::size_t SimulatedDevice::peak_bytes_in_use() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return peak_bytes_in_use_;
+}
+
+void SimulatedDevice::reset_peak() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  peak_bytes_in_use_ = bytes_in_use_;
+}
+
+std::size_t SimulatedDevice::num_live_allocations() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return live_.size();
+}
+
+std::size_t SimulatedDevice::largest_free_range() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return free_by_size_.empty() ? 0 : free_by_size_.rbegin()->first;
+}
+
+std::size_t SimulatedDevice::num_free_ranges() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return free_by_addr_.size();
+}
+
+std::size_t SimulatedDevice::num_misuses() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return num_misuses_;
+}
+
+bool SimulatedDevice::owns(const void* ptr) const noexcept {
+  const auto p = reinterpret_cast<std::uintptr_t>(ptr);
+  return p >= base_ && p - base_ < capacity_;
+}
+
+}  // namespace genesis::memory
