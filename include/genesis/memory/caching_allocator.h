@@ -57,6 +57,13 @@ struct AllocatorOptions {
   /// Blocks one thread cache keeps per small size / per large size.
   std::uint32_t thread_cache_small_count = 32;
   std::uint32_t thread_cache_large_count = 4;
+  /// Expandable segments (SPEC M5, Note [Expandable segments]): one large
+  /// virtual range per pool and stream whose physical pages are mapped as
+  /// blocks need them and unmapped when free. Needs an upstream with virtual
+  /// memory support (CUDA, simulated device); ignored (classic segments) for
+  /// others. AUTO: on where the upstream supports it.
+  enum class Expandable : std::uint8_t { kAuto, kOn, kOff };
+  Expandable expandable_segments = Expandable::kAuto;
   /// Record every alloc/free into the event history (M8).
   bool record_events = false;
   std::size_t event_capacity_per_thread = std::size_t{1} << 16;
