@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <vector>
 
 #include "genesis/core/bytes.h"
 #include "genesis/memory/caching_allocator.h"
@@ -22,9 +23,17 @@ void CachingAllocator::release_segment(Segment* seg) {
   if (seg->prev_seg != nullptr) seg->prev_seg->next_seg = seg->next_seg;
   else segments_ = seg->next_seg;
   if (seg->next_seg != nullptr) seg->next_seg->prev_seg = seg->prev_seg;
+  --counters_.segments[seg->pool];
+  if (seg->expandable) {
+    unmap_range(seg, 0, seg->mapped_limit);
+    upstream_->release_address_range(seg->addr, seg->size);
+    expandable_segments_.erase(std::remove(expandable_segments_.begin(), expandable_segments_.end(), seg),
+                               expandable_segments_.end());
+    delete seg;
+    return;
+  }
   counters_.reserved[seg->pool] -= static_cast<std::int64_t>(seg->size);
   counters_.reserved_freed[seg->pool] += static_cast<std::int64_t>(seg->size);
-  --counters_.segments[seg->pool];
   ++counters_.num_upstream_frees;
   if (recording_.load(std::memory_order_relaxed))
     record_event(nullptr, EventAction::kSegmentFree, seg->addr, seg->size, seg->size, seg->stream, 0, false);
@@ -32,12 +41,14 @@ void CachingAllocator::release_segment(Segment* seg) {
   delete seg;
 }
 
-void CachingAllocator::release_free_segments(std::uint64_t idle_before_ns, std::size_t* released) {
+void CachingAllocator::release_free_segments(std::uint64_t idle_before_ns, std::size_t* released,
+                                             bool keep_expandable) {
   for (Segment* seg = segments_; seg != nullptr;) {
     Segment* next = seg->next_seg;
     Block* b = seg->first;
-    if (b->next == nullptr && b->load_state() == BlockState::kFree && seg->last_used_ns <= idle_before_ns) {
-      if (released != nullptr) *released += seg->size;
+    if (b->next == nullptr && b->load_state() == BlockState::kFree && seg->last_used_ns <= idle_before_ns &&
+        !(keep_expandable && seg->expandable)) {
+      if (released != nullptr) *released += seg->expandable ? seg->mapped_bytes : seg->size;
       release_segment(seg);
     }
     seg = next;
@@ -50,6 +61,7 @@ void CachingAllocator::empty_cache() {
   ++counters_.num_cache_flushes;
   wait_all_pending();
   reclaim_thread_caches(true);
+  release_free_pages();
   release_free_segments(UINT64_MAX, nullptr);
 }
 
@@ -62,6 +74,17 @@ std::size_t CachingAllocator::collect_garbage(std::chrono::nanoseconds max_idle)
   const auto idle = static_cast<std::uint64_t>(max_idle.count());
   std::size_t released = 0;
   release_free_segments(now >= idle ? now - idle : 0, &released);
+  // Expandable segments rarely become wholly free; their idle cache is the
+  // free pages inside, released when the segment has been idle long enough.
+  for (Segment* seg : std::vector<Segment*>(expandable_segments_)) {
+    if (seg->last_used_ns > (now >= idle ? now - idle : 0)) continue;
+    free_[seg->pool].for_each([&](Block* b) {
+      if (b->segment != seg) return;
+      const std::size_t first = (b->addr - seg->addr + page_size_ - 1) / page_size_;
+      const std::size_t end = std::min(seg->mapped_limit, (b->addr + b->size - seg->addr) / page_size_);
+      if (first < end) released += unmap_range(seg, first, end);
+    });
+  }
   return released;
 }
 

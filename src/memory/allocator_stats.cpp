@@ -167,7 +167,13 @@ MemoryStats CachingAllocator::stats_locked() const {
   s.num_cache_flushes = counters_.num_cache_flushes - baseline_.num_cache_flushes;
   s.total_allocated = s.allocated_bytes[0].allocated;
   std::size_t largest = 0;
-  for (const auto& index : free_) largest = std::max(largest, index.largest());
+  if (expandable_segments_.empty()) {
+    for (const auto& index : free_) largest = std::max(largest, index.largest());
+  } else {
+    // Address space of an expandable segment is not memory: count the mapped
+    // pages inside each free block.
+    for (const auto& index : free_) index.for_each([&](const Block* b) { largest = std::max(largest, mapped_in(b)); });
+  }
   s.largest_free_block = largest;
   s.memory_limit = memory_limit_ == SIZE_MAX ? 0 : memory_limit_;
   s.cache_limit = options_.cache_size_limit == SIZE_MAX ? 0 : options_.cache_size_limit;
@@ -308,6 +314,8 @@ std::vector<SegmentInfo> CachingAllocator::snapshot() const {
     si.size = seg->size;
     si.pool = seg->pool == detail::kSmallPool ? "small" : "large";
     si.stream = seg->stream;
+    si.expandable = seg->expandable;
+    si.mapped_bytes = seg->expandable ? seg->mapped_bytes : seg->size;
     for (const Block* b = seg->first; b != nullptr; b = b->next) {
       BlockInfo bi;
       bi.address = b->addr;

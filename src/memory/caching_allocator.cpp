@@ -65,6 +65,16 @@ CachingAllocator::CachingAllocator(std::shared_ptr<UpstreamResource> upstream, A
   GENESIS_CHECK(options_.thread_cache_small_count > 0 && options_.thread_cache_large_count > 0,
                 "thread cache counts must be positive");
   total_capacity_ = upstream_->mem_info().total_bytes;
+  using Expandable = AllocatorOptions::Expandable;
+  GENESIS_CHECK(options_.expandable_segments != Expandable::kOn || upstream_->supports_virtual_memory(),
+                "expandable segments need an upstream with virtual memory support; '", upstream_->name(),
+                "' has none (use Expandable::kAuto to fall back to classic segments)");
+  expandable_ = options_.expandable_segments != Expandable::kOff && upstream_->supports_virtual_memory();
+  if (expandable_) {
+    page_size_ = upstream_->page_size();
+    GENESIS_CHECK(page_size_ >= detail::kAlignment && (page_size_ & (page_size_ - 1)) == 0,
+                  "upstream page size must be a power of two >= 512, got ", page_size_);
+  }
   if (options_.memory_fraction < 1.0 && total_capacity_ > 0)
     memory_limit_ = static_cast<std::size_t>(options_.memory_fraction * static_cast<double>(total_capacity_));
   std::size_t tc_limit = options_.thread_cache_bytes;
@@ -91,7 +101,13 @@ CachingAllocator::~CachingAllocator() {
   while (segments_ != nullptr) {
     Segment* seg = segments_;
     segments_ = seg->next_seg;
-    upstream_->deallocate(reinterpret_cast<void*>(seg->addr), seg->size);
+    if (seg->expandable) {
+      for (std::size_t i = 0; i < seg->mapped_limit; ++i)
+        if (seg->mapped[i]) upstream_->unmap_pages(seg->addr + i * page_size_, page_size_);
+      upstream_->release_address_range(seg->addr, seg->size);
+    } else {
+      upstream_->deallocate(reinterpret_cast<void*>(seg->addr), seg->size);
+    }
     delete seg;
   }
   // Blocks live in block_chunks_ and go with it.
@@ -252,7 +268,7 @@ void CachingAllocator::delete_block(Block* b) {
 void CachingAllocator::index_insert(Block* b) {
   b->set_state(BlockState::kFree);
   free_[b->pool].insert(b);
-  if (b->is_split()) {
+  if (b->is_split() && !b->segment->expandable) {  // expandable: free pages are releasable
     b->split_counted = true;
     counters_.inactive_split_bytes[b->pool] += static_cast<std::int64_t>(b->size);
     ++counters_.inactive_split_count[b->pool];
@@ -281,7 +297,11 @@ Block* CachingAllocator::find_free_block(PoolId pool, std::size_t rounded, Strea
 Block* CachingAllocator::take_block(Block* b, std::size_t rounded) {
   index_erase(b);
   const std::size_t remaining = b->size - rounded;
-  const bool split = b->pool == detail::kSmallPool ? remaining >= detail::kAlignment : remaining > detail::kSmallLimit;
+  // Classic large segments keep small remainders attached (they could not
+  // serve a large request); in an expandable segment the remainder's pages
+  // can be unmapped, so always split.
+  const bool split = b->pool == detail::kSmallPool || b->segment->expandable ? remaining >= detail::kAlignment
+                                                                              : remaining > detail::kSmallLimit;
   if (split) {
     Block* rest = new_block();
     rest->addr = b->addr + rounded;
@@ -376,8 +396,12 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
     reclaim_thread_caches(false);
     b = find_free_block(pool, rounded, stream);
   }
+  if (b == nullptr && expandable_ && expandable_segment(pool, stream) != nullptr) {
+    b = find_free_block(pool, rounded, stream);
+  }
   if (b != nullptr) {
     b = take_block(b, rounded);
+    if (b->segment->expandable && ensure_mapped(b, bytes)) hit = false;  // throws OutOfMemoryError
   } else {
     b = grow(pool, rounded, stream, bytes);  // throws OutOfMemoryError
     hit = false;
@@ -426,6 +450,16 @@ Block* CachingAllocator::grow(PoolId pool, std::size_t rounded, StreamId stream,
     wait_all_pending();
     reclaim_thread_caches(true);
     if (Block* b = find_free_block(pool, rounded, stream); b != nullptr) return take_block(b, rounded);
+    // FreeIndex::find examines a bounded number of blocks per size class
+    // (Note [Free index]) and can miss one that fits behind many smaller ones
+    // of the same class. Growing is fine then, but failing is not: before
+    // giving up, look at every free block of the stream once (best fit).
+    Block* fit = nullptr;
+    free_[pool].for_each([&](const Block* c) {
+      if (c->stream == stream && c->size >= rounded && (fit == nullptr || c->size < fit->size))
+        fit = const_cast<Block*>(c);
+    });
+    if (fit != nullptr) return take_block(fit, rounded);
     release_free_segments(UINT64_MAX, nullptr);
     p = try_upstream(seg_size);
     if (p == nullptr && pool == detail::kLargePool && seg_size > round_up(rounded, kRoundLarge)) {

@@ -232,6 +232,99 @@ std::size_t SimulatedDevice::outstanding_events() const {
   return events_.size();
 }
 
+// --- virtual memory ----------------------------------------------------------
+
+std::uintptr_t SimulatedDevice::reserve_address_range(std::size_t bytes) {
+  if (bytes == 0 || bytes % kPageSize != 0) return 0;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::uintptr_t base = kVirtualBase + static_cast<std::uintptr_t>(index_) * kVirtualSpan;
+  if (next_virtual_ == 0) next_virtual_ = base;
+  // Bump allocation: address space is plentiful (4 TiB per index) and never
+  // reusing it makes stale-pointer bugs show up as misuses.
+  if (bytes > base + kVirtualSpan - next_virtual_) return 0;
+  const std::uintptr_t addr = next_virtual_;
+  next_virtual_ += bytes;
+  ranges_.emplace(addr, bytes);
+  return addr;
+}
+
+void SimulatedDevice::release_address_range(std::uintptr_t addr, std::size_t bytes) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = ranges_.find(addr);
+  if (it == ranges_.end() || it->second != bytes) {
+    ++num_misuses_;
+    return;
+  }
+  // Pages still mapped inside are a caller bug: count it, then drop them.
+  auto p = mapped_pages_.lower_bound(addr);
+  while (p != mapped_pages_.end() && *p < addr + bytes) {
+    ++num_misuses_;
+    bytes_in_use_ -= kPageSize;
+    mapped_bytes_ -= kPageSize;
+    p = mapped_pages_.erase(p);
+  }
+  ranges_.erase(it);
+}
+
+bool SimulatedDevice::map_pages(std::uintptr_t addr, std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  GENESIS_CHECK(bytes > 0 && addr % kPageSize == 0 && bytes % kPageSize == 0,
+                "SimulatedDevice::map_pages: range must be page aligned (2 MiB), got addr ", addr, " bytes ", bytes);
+  auto r = ranges_.upper_bound(addr);
+  GENESIS_CHECK(r != ranges_.begin(), "SimulatedDevice::map_pages: address not in a reserved range");
+  --r;
+  GENESIS_CHECK(addr + bytes <= r->first + r->second, "SimulatedDevice::map_pages: range exceeds its reservation");
+  auto m = mapped_pages_.lower_bound(addr);
+  GENESIS_CHECK(m == mapped_pages_.end() || *m >= addr + bytes, "SimulatedDevice::map_pages: page already mapped");
+  if (fail_next_ > 0) {
+    --fail_next_;
+    ++num_failed_allocs_;
+    return false;
+  }
+  if (bytes > capacity_ - bytes_in_use_) {
+    ++num_failed_allocs_;
+    return false;
+  }
+  for (std::uintptr_t p = addr; p < addr + bytes; p += kPageSize) mapped_pages_.insert(mapped_pages_.end(), p);
+  bytes_in_use_ += bytes;
+  mapped_bytes_ += bytes;
+  peak_bytes_in_use_ = std::max(peak_bytes_in_use_, bytes_in_use_);
+  ++num_map_calls_;
+  return true;
+}
+
+void SimulatedDevice::unmap_pages(std::uintptr_t addr, std::size_t bytes) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++num_unmap_calls_;
+  for (std::uintptr_t p = addr; p < addr + bytes; p += kPageSize) {
+    auto it = mapped_pages_.find(p);
+    if (it == mapped_pages_.end()) {
+      ++num_misuses_;
+      continue;
+    }
+    mapped_pages_.erase(it);
+    bytes_in_use_ -= kPageSize;
+    mapped_bytes_ -= kPageSize;
+  }
+}
+
+std::size_t SimulatedDevice::mapped_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return mapped_bytes_;
+}
+std::size_t SimulatedDevice::num_map_calls() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return num_map_calls_;
+}
+std::size_t SimulatedDevice::num_unmap_calls() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return num_unmap_calls_;
+}
+std::size_t SimulatedDevice::num_reserved_ranges() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ranges_.size();
+}
+
 // --- failure injection and counters -----------------------------------------
 
 void SimulatedDevice::fail_next_allocations(std::size_t n) {

@@ -141,6 +141,13 @@ class CachingAllocator {
   void warmup(const std::vector<std::pair<std::size_t, int>>& sizes, StreamId stream = 0);
   /// Releases cached segments not used for `max_idle`; returns bytes released.
   std::size_t collect_garbage(std::chrono::nanoseconds max_idle = std::chrono::seconds(0));
+  /// Releases physical memory that backs no allocation: free pages inside
+  /// expandable segments and wholly free classic segments (SPEC M5). Unlike
+  /// empty_cache() it keeps the address ranges, so later growth is cheap.
+  /// Returns the bytes released.
+  std::size_t compact();
+  /// True when this allocator uses expandable segments.
+  bool expandable_segments() const noexcept { return expandable_; }
   /// Current limits.
   std::size_t memory_limit() const;
 
@@ -210,12 +217,18 @@ class CachingAllocator {
   Block* find_free_block(detail::PoolId pool, std::size_t rounded, StreamId stream);
   Block* take_block(Block* b, std::size_t rounded);   // split, mark allocated
   Block* grow(detail::PoolId pool, std::size_t rounded, StreamId stream, std::size_t bytes);
+  // Expandable segments (allocator_expandable.cpp).
+  detail::Segment* expandable_segment(detail::PoolId pool, StreamId stream);
+  bool ensure_mapped(Block* b, std::size_t bytes);  // true if pages were mapped; may throw OOM
+  std::size_t release_free_pages();
+  std::size_t unmap_range(detail::Segment* seg, std::size_t first, std::size_t end);
+  std::size_t mapped_in(const Block* b) const noexcept;
   void return_to_pool(Block* b);                      // merge + index
   void index_insert(Block* b);
   void index_erase(Block* b);
   void process_events();
   void wait_all_pending();
-  void release_free_segments(std::uint64_t idle_before_ns, std::size_t* released);
+  void release_free_segments(std::uint64_t idle_before_ns, std::size_t* released, bool keep_expandable = false);
   void release_segment(detail::Segment* seg);
   // Mutex held, handshake done (or the owner calling). only_pool < 0 and
   // only_stream null: everything.
@@ -242,6 +255,8 @@ class CachingAllocator {
   std::shared_ptr<UpstreamResource> upstream_;
   AllocatorOptions options_;
   const bool asymmetric_;            // membarrier handshake available
+  bool expandable_ = false;          // resolved from options + upstream support
+  std::size_t page_size_ = 0;        // upstream page size when expandable_
   int slot_ = 0;                     // index into tls_slots
   std::uint64_t generation_ = 0;     // unique per allocator, never 0 when slotted
   std::atomic<bool> recording_{false};
@@ -271,6 +286,8 @@ class CachingAllocator {
   std::int64_t retired_allocs_[detail::kNumPools] = {}, retired_frees_[detail::kNumPools] = {};
   std::int64_t retired_requested_[detail::kNumPools] = {}, retired_total_allocated_[detail::kNumPools] = {};
   std::vector<std::unique_ptr<detail::EventRing>> retired_rings_;
+  std::vector<detail::Segment*> expandable_segments_;
+  std::int64_t mapped_high_water_ = 0;  // highest reserved total so far (Note [Expandable segments])
   std::size_t memory_limit_ = SIZE_MAX;
   std::size_t total_capacity_ = 0;
   std::unique_ptr<detail::EventRing> shared_ring_;  // threads without a cache

@@ -95,6 +95,34 @@ class SimulatedDevice final : public UpstreamResource {
   /// Events recorded and not yet released (tests check that none leak).
   std::size_t outstanding_events() const;
 
+  /// Models cudaStreamSynchronize: completes the stream's work.
+  void synchronize_stream(StreamId stream) override { complete_work(stream); }
+
+  // --- virtual memory (models cuMemAddressReserve / cuMemCreate+Map / Unmap) -
+  // Reserved ranges come from their own 4 TiB span per index, below the
+  // allocate() span; mapped pages count against the capacity together with
+  // allocate()d bytes, as physical memory does on a GPU.
+  static constexpr std::uintptr_t kVirtualBase = 0x4000'0000'0000;
+  static constexpr std::uintptr_t kVirtualSpan = std::uintptr_t{1} << 42;
+  static constexpr std::size_t kPageSize = std::size_t{2} << 20;
+  bool supports_virtual_memory() const noexcept override { return true; }
+  std::size_t page_size() const noexcept override { return kPageSize; }
+  /// Returns 0 when `bytes` is not a positive multiple of the page size or the
+  /// span is exhausted.
+  std::uintptr_t reserve_address_range(std::size_t bytes) override;
+  void release_address_range(std::uintptr_t addr, std::size_t bytes) noexcept override;
+  /// False (nothing mapped) when capacity would be exceeded or a failure was
+  /// injected. Throws InvalidArgumentError for a range that is not page
+  /// aligned, not inside one reserved range, or already (partly) mapped.
+  bool map_pages(std::uintptr_t addr, std::size_t bytes) override;
+  /// Unmapping pages that are not mapped counts as a misuse.
+  void unmap_pages(std::uintptr_t addr, std::size_t bytes) noexcept override;
+  /// Bytes of mapped pages (included in bytes_in_use()).
+  std::size_t mapped_bytes() const;
+  std::size_t num_map_calls() const;
+  std::size_t num_unmap_calls() const;
+  std::size_t num_reserved_ranges() const;
+
   // --- failure injection --------------------------------------------------
   /// The next `n` allocate() calls return nullptr (replacing any previous
   /// count), as if the device were out of memory.
@@ -174,6 +202,15 @@ class SimulatedDevice final : public UpstreamResource {
   std::size_t num_failed_allocs_ = 0;
   std::size_t num_misuses_ = 0;
   std::size_t fail_next_ = 0;
+
+  // Virtual memory (under mutex_): reserved ranges (address -> size), mapped
+  // page addresses; mapped_bytes_ == kPageSize * mapped_pages_.size().
+  std::map<std::uintptr_t, std::size_t> ranges_;
+  std::set<std::uintptr_t> mapped_pages_;
+  std::uintptr_t next_virtual_ = 0;
+  std::size_t mapped_bytes_ = 0;
+  std::size_t num_map_calls_ = 0;
+  std::size_t num_unmap_calls_ = 0;
 
   std::vector<Stream> streams_{1};  // index = StreamId; 0 is the default stream
   std::unordered_map<EventId, Event> events_;

@@ -89,6 +89,10 @@ struct SegmentInfo {
   std::string pool;  // "small" or "large"
   StreamId stream = 0;
   std::size_t allocated_bytes = 0;
+  /// Expandable segments: `size` is reserved address space and
+  /// `mapped_bytes` the physical memory behind it (what counts as reserved).
+  bool expandable = false;
+  std::size_t mapped_bytes = 0;
   std::vector<BlockInfo> blocks;
 };
 

@@ -87,6 +87,28 @@ class UpstreamResource {
   virtual void wait_event(EventId event) { (void)event; }
   /// Gives an event back (after it completed or when the allocator shuts down).
   virtual void release_event(EventId event) noexcept { (void)event; }
+  /// Blocks until the work queued on `stream` so far has completed (used
+  /// before unmapping pages, which is not stream-ordered).
+  virtual void synchronize_stream(StreamId stream) { (void)stream; }
+
+  // --- virtual memory (Note [Expandable segments]) --------------------------
+  // An upstream that supports it lets the allocator reserve address ranges
+  // without memory behind them and map / unmap physical pages inside them.
+  /// True when the calls below work.
+  virtual bool supports_virtual_memory() const noexcept { return false; }
+  /// Granularity of map_pages / unmap_pages (2 MiB on current GPUs).
+  virtual std::size_t page_size() const noexcept { return std::size_t{2} << 20; }
+  /// Reserves `bytes` (a multiple of page_size()) of address space; 0 if
+  /// impossible.
+  virtual std::uintptr_t reserve_address_range(std::size_t bytes) { (void)bytes; return 0; }
+  /// Releases a range from reserve_address_range (all pages unmapped first).
+  virtual void release_address_range(std::uintptr_t addr, std::size_t bytes) noexcept { (void)addr; (void)bytes; }
+  /// Backs [addr, addr + bytes) (page aligned, inside a reserved range, not
+  /// mapped yet) with physical memory. Returns false when the memory is
+  /// exhausted (nothing stays mapped then); throws for other failures.
+  virtual bool map_pages(std::uintptr_t addr, std::size_t bytes) { (void)addr; (void)bytes; return false; }
+  /// Unmaps and frees the physical memory of a mapped page-aligned range.
+  virtual void unmap_pages(std::uintptr_t addr, std::size_t bytes) noexcept { (void)addr; (void)bytes; }
 
  private:
   virtual void* do_allocate(std::size_t bytes) = 0;

@@ -69,6 +69,13 @@ struct Segment {
   std::uint64_t last_used_ns = 0;  // last time a block of it returned to the pool
   Segment* prev_seg = nullptr;     // intrusive list of all segments (snapshot, release)
   Segment* next_seg = nullptr;
+  // Expandable segments (Note [Expandable segments]): `size` is reserved
+  // address space; mapped[i] says whether page i has physical memory.
+  //   mapped_bytes == page_size * count(mapped[i]);  mapped[i] == 0 for i >= mapped_limit.
+  bool expandable = false;
+  std::vector<std::uint8_t> mapped;
+  std::size_t mapped_bytes = 0;
+  std::size_t mapped_limit = 0;
 };
 
 }  // namespace genesis::memory::detail

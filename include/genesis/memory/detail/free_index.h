@@ -48,11 +48,18 @@ class FreeIndex {
   std::size_t largest() const noexcept;
   std::size_t count() const noexcept { return count_; }
 
+  /// Calls fn(Block*) for every free block; fn must not insert or erase.
   template <typename Fn>
   void for_each(Fn&& fn) const {
-    for (const auto& s : streams_)
-      for (const Block* head : s->heads)
-        for (const Block* b = head; b != nullptr; b = b->free_next) fn(b);
+    for (const auto& s : streams_) {
+      for (std::uint64_t top = s->top; top != 0; top &= top - 1) {
+        const int w = std::countr_zero(top);
+        for (std::uint64_t bits = s->words[w]; bits != 0; bits &= bits - 1) {
+          const int c = (w << 6) + std::countr_zero(bits);
+          for (Block* b = s->heads[c]; b != nullptr; b = b->free_next) fn(b);
+        }
+      }
+    }
   }
 
  private:

@@ -1,0 +1,160 @@
+// Allocation traces: reading and writing the CSV trace format (STYLE 11).
+//
+// Format (data/traces/README.md): a header `time_us,action,addr,size,stream`
+// and one line per event. `action` is one of the names event_action_name()
+// gives the allocator's own history ("alloc", "free_requested",
+// "segment_alloc", "segment_free", "oom") plus PyTorch's "free_completed"
+// (and "segment_map", "segment_unmap", "snapshot" of traces recorded with
+// PyTorch's expandable segments). Files may be gzip-compressed; the reader
+// detects that from the magic bytes, not from the name.
+//
+// Note [Trace slots]: a replay must not spend its time hashing addresses. So
+// read_trace() resolves them once: every `alloc` gets a slot (a small dense
+// index, reused after the allocation is freed, so the slot table stays as
+// small as the largest number of live allocations), and every
+// `free_requested` names the slot of the live allocation at its address. The
+// replay loop then keeps the pointers it got in a plain vector indexed by
+// slot. Slot 0 (kNullSlot) is never allocated: it always holds nullptr, and
+// frees of addresses that were never allocated (a trace that starts in the
+// middle of a program) point at it, so the replay frees nullptr, a no-op,
+// without a branch of its own.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "genesis/memory/events.h"
+#include "genesis/memory/upstream.h"
+
+namespace genesis::debug {
+
+using memory::StreamId;
+
+/// What a replayable event does.
+enum class TraceOp : std::uint8_t {
+  kAlloc = 0,  ///< allocate `size` bytes into `slot`
+  kFree = 1,   ///< free the allocation held in `slot`
+};
+
+/// One replayable event, its address already resolved (Note [Trace slots]).
+struct TraceEvent {
+  /// kAlloc: the requested bytes. kFree: the requested bytes of the
+  /// allocation it frees (0 for an unknown address).
+  std::uint64_t size = 0;
+  /// Index into the replay's slot table; kNullSlot for an unknown free.
+  std::uint32_t slot = 0;
+  /// Index into Trace::streams.
+  std::uint16_t stream = 0;
+  TraceOp op = TraceOp::kAlloc;
+};
+static_assert(sizeof(TraceEvent) == 16, "the replay loop streams through these: keep them small");
+
+/// The slot that is never allocated (always nullptr in a replay).
+inline constexpr std::uint32_t kNullSlot = 0;
+
+/// How many lines of each kind a trace held.
+struct TraceCounts {
+  std::uint64_t lines = 0;           ///< data lines (without header, blank and '#' lines)
+  std::uint64_t alloc = 0;
+  std::uint64_t free_requested = 0;
+  std::uint64_t free_completed = 0;  ///< ignored by the replay
+  std::uint64_t segment_alloc = 0;   ///< ignored
+  std::uint64_t segment_free = 0;    ///< ignored
+  std::uint64_t oom = 0;             ///< ignored
+  std::uint64_t other_ignored = 0;   ///< segment_map, segment_unmap, snapshot (ignored)
+  /// free_requested of an address without a live allocation: kept as a
+  /// free of kNullSlot (a no-op).
+  std::uint64_t unknown_frees = 0;
+  /// alloc at an address that was still live (a corrupt trace: an allocator
+  /// never does that). The earlier allocation is treated as leaked: it stays
+  /// live until the end of the replay.
+  std::uint64_t realloc_of_live = 0;
+  /// Allocations still live at the end of the trace (leaked ones included).
+  std::uint64_t live_at_end = 0;
+};
+
+/// A trace ready for replay.
+///
+/// Invariants: every event's slot < num_slots and stream < streams.size();
+/// an alloc never uses kNullSlot; a kFree's slot is kNullSlot or was filled by
+/// the latest alloc into that slot, which no other free names in between.
+struct Trace {
+  std::string source;                        ///< file name, or what built it
+  std::vector<TraceEvent> events;            ///< alloc and free_requested, in trace order
+  /// The trace's stream values, in order of first appearance; TraceEvent::stream indexes this.
+  std::vector<StreamId> streams;
+  std::uint32_t num_slots = 1;               ///< slot table size, kNullSlot included
+  std::vector<std::uint32_t> live_at_end_slots;  ///< slots allocated and never freed
+  /// Largest sum of requested sizes of live allocations, as the trace
+  /// recorded it (a replay that hits OOM holds less).
+  std::uint64_t peak_live_bytes = 0;
+  TraceCounts counts;
+};
+
+/// Builds a Trace from alloc/free events by address: the address resolution
+/// of Note [Trace slots]. read_trace() uses it; tests and converters can feed
+/// it directly. Not thread-safe.
+class TraceBuilder {
+ public:
+  explicit TraceBuilder(std::string source = {});
+
+  /// An allocation of `size` requested bytes at `addr` on `stream`. Throws
+  /// InvalidArgumentError beyond 2^32 - 1 live allocations or 65,536 streams.
+  void alloc(std::uintptr_t addr, std::uint64_t size, StreamId stream = 0);
+  /// A free_requested of `addr`. An address without a live allocation is
+  /// counted in unknown_frees and kept as a no-op.
+  void free(std::uintptr_t addr, StreamId stream = 0);
+  /// Lines the replay ignores are only counted.
+  TraceCounts& counts() noexcept { return trace_.counts; }
+
+  /// The finished trace; the builder is empty afterwards.
+  Trace finish();
+
+ private:
+  std::uint16_t stream_index(StreamId stream);
+
+  struct Live {
+    std::uint32_t slot;
+    std::uint64_t size;
+  };
+  Trace trace_;
+  std::unordered_map<std::uintptr_t, Live> live_;        // address -> live allocation
+  std::unordered_map<StreamId, std::uint16_t> stream_index_;
+  std::vector<std::uint32_t> free_slots_;                // slots to reuse (LIFO)
+  std::vector<std::uint32_t> leaked_slots_;              // see TraceCounts::realloc_of_live
+  std::uint64_t live_bytes_ = 0;
+};
+
+/// Reads a trace file: CSV, plain or gzip-compressed (detected from the
+/// magic bytes), streamed in chunks so that a large trace is never held as
+/// text. The header is optional (without one the columns are
+/// time_us,action,addr,size,stream); with one, columns may come in any order,
+/// extra columns are ignored, and time_us and stream may be missing. Numbers
+/// are decimal; addresses and streams may also be hex ("0x..."). Blank lines,
+/// lines starting with '#', CRLF line ends and a UTF-8 byte-order mark are
+/// accepted.
+///
+/// Throws InvalidArgumentError naming the file and the line for a malformed
+/// line (missing column, a field that is not a number, a negative size, an
+/// unknown action), for a file that cannot be opened, and for corrupt or
+/// truncated gzip data (everything read before is discarded); and when the
+/// file is gzip but Genesis was built without zlib.
+Trace read_trace(const std::string& path);
+
+/// Writes `events` (CachingAllocator::events(): the allocator's own history)
+/// as a trace: time_us = time_ns / 1000, action = event_action_name(),
+/// addr, size (requested bytes for alloc/free/oom, segment bytes for segment
+/// events), stream. gzip-compressed when `path` ends in ".gz". So a program
+/// recorded with AllocatorOptions::record_events can be replayed under other
+/// settings. Throws InvalidArgumentError when the file cannot be created (or
+/// ".gz" without zlib) and genesis::Error when writing fails (disk full).
+void write_trace(const std::string& path, const std::vector<memory::MemoryEvent>& events);
+
+/// True when Genesis was built with zlib (gzip traces can be read and written).
+bool trace_gzip_supported() noexcept;
+
+}  // namespace genesis::debug

@@ -1,0 +1,201 @@
+// Caching allocator: expandable segments on virtual memory (SPEC M1, M5).
+//
+// Note [Expandable segments]: with classic segments a freed block can only be
+// reused for requests that fit inside it, and a segment goes back to the
+// device only when every block in it is free: a training step that frees
+// many mid-sized tensors leaves gigabytes "reserved but unusable". Here each
+// pool and stream gets one address range as large as the device (address
+// space is plentiful), and physical pages (2 MiB) are mapped under blocks
+// only while something needs them:
+//   - an allocation takes the best-fitting free range of addresses and maps
+//     the pages it touches that are not mapped yet;
+//   - free blocks merge with free neighbours as usual and keep their pages
+//     mapped (the cache);
+//   - when mapping would push reserved memory above its high-water mark, the
+//     pages lying wholly inside free blocks are unmapped first, so the peak
+//     grows only when the live data needs more pages than ever before, and
+//     between peaks nothing is unmapped or mapped again (no churn in a
+//     steady training loop);
+//   - compact() and empty_cache() unmap every free page at once; on out of
+//     memory they are unmapped before the request fails.
+// "Reserved" counts mapped pages. Unmapping is not stream-ordered, so the
+// segment's stream is synchronised before pages are unmapped.
+#include <algorithm>
+
+#include "genesis/memory/caching_allocator.h"
+
+namespace genesis::memory {
+
+using detail::Block;
+using detail::BlockState;
+using detail::PoolId;
+using detail::Segment;
+
+Segment* CachingAllocator::expandable_segment(PoolId pool, StreamId stream) {
+  for (Segment* seg : expandable_segments_)
+    if (seg->pool == pool && seg->stream == stream) return seg;
+  // As large as the device, so one range serves the whole pool.
+  const std::size_t total = total_capacity_ > 0 ? total_capacity_ : (std::size_t{64} << 30);
+  const std::size_t va = (total + page_size_ - 1) / page_size_ * page_size_;
+  const std::uintptr_t addr = upstream_->reserve_address_range(va);
+  if (addr == 0) return nullptr;  // caller falls back to classic segments
+  auto* seg = new Segment;
+  seg->addr = addr;
+  seg->size = va;
+  seg->pool = pool;
+  seg->stream = stream;
+  seg->expandable = true;
+  seg->mapped.assign(va / page_size_, 0);
+  seg->last_used_ns = detail::coarse_now_ns();
+  seg->next_seg = segments_;
+  if (segments_ != nullptr) segments_->prev_seg = seg;
+  segments_ = seg;
+  expandable_segments_.push_back(seg);
+  Block* b = new_block();
+  b->addr = addr;
+  b->size = va;
+  b->segment = seg;
+  b->pool = pool;
+  b->stream = stream;
+  seg->first = b;
+  map_.insert(b->addr, b);
+  index_insert(b);
+  ++counters_.segments[pool];
+  return seg;
+}
+
+std::size_t CachingAllocator::mapped_in(const Block* b) const noexcept {
+  const Segment* seg = b->segment;
+  if (!seg->expandable) return b->size;
+  const std::size_t first = (b->addr - seg->addr) / page_size_;
+  const std::size_t end = std::min(seg->mapped_limit, (b->addr + b->size - seg->addr + page_size_ - 1) / page_size_);
+  std::size_t n = 0;
+  for (std::size_t i = first; i < end; ++i) n += seg->mapped[i];
+  return std::min(b->size, n * page_size_);
+}
+
+std::size_t CachingAllocator::unmap_range(Segment* seg, std::size_t first, std::size_t end) {
+  std::size_t released = 0;
+  bool synced = false;
+  for (std::size_t i = first; i < end;) {
+    if (!seg->mapped[i]) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < end && seg->mapped[j]) ++j;
+    if (!synced) {
+      upstream_->synchronize_stream(seg->stream);  // no work may still touch these pages
+      synced = true;
+    }
+    const std::uintptr_t addr = seg->addr + i * page_size_;
+    const std::size_t bytes = (j - i) * page_size_;
+    upstream_->unmap_pages(addr, bytes);
+    std::fill(seg->mapped.begin() + static_cast<std::ptrdiff_t>(i), seg->mapped.begin() + static_cast<std::ptrdiff_t>(j),
+              std::uint8_t{0});
+    seg->mapped_bytes -= bytes;
+    counters_.reserved[seg->pool] -= static_cast<std::int64_t>(bytes);
+    counters_.reserved_freed[seg->pool] += static_cast<std::int64_t>(bytes);
+    ++counters_.num_upstream_frees;
+    if (recording_.load(std::memory_order_relaxed))
+      record_event(nullptr, EventAction::kSegmentFree, addr, bytes, bytes, seg->stream, 0, false);
+    released += bytes;
+    i = j;
+  }
+  while (seg->mapped_limit > 0 && !seg->mapped[seg->mapped_limit - 1]) --seg->mapped_limit;
+  return released;
+}
+
+std::size_t CachingAllocator::release_free_pages() {
+  if (expandable_segments_.empty()) return 0;
+  std::size_t released = 0;
+  for (auto& index : free_) {
+    index.for_each([&](Block* b) {
+      Segment* seg = b->segment;
+      if (!seg->expandable) return;
+      // Only pages wholly inside the free block: its neighbours may use the
+      // pages at either end.
+      const std::size_t first = (b->addr - seg->addr + page_size_ - 1) / page_size_;
+      const std::size_t end = std::min(seg->mapped_limit, (b->addr + b->size - seg->addr) / page_size_);
+      if (first < end) released += unmap_range(seg, first, end);
+    });
+  }
+  return released;
+}
+
+bool CachingAllocator::ensure_mapped(Block* b, std::size_t bytes) {
+  Segment* seg = b->segment;
+  const std::size_t first = (b->addr - seg->addr) / page_size_;
+  const std::size_t end = (b->addr + b->size - seg->addr + page_size_ - 1) / page_size_;
+  std::size_t need = 0;
+  for (std::size_t i = first; i < end; ++i)
+    if (!seg->mapped[i]) need += page_size_;
+  if (need == 0) return false;
+
+  auto reserved_total = [&]() { return counters_.reserved[0] + counters_.reserved[1]; };
+  if (reserved_total() + static_cast<std::int64_t>(need) > mapped_high_water_) {
+    // A new peak: first give back pages that back nothing (b is out of the
+    // free index, so its own pages are safe).
+    release_free_pages();
+  }
+  bool capped = false;
+  auto fits_cap = [&]() {
+    capped = memory_limit_ != SIZE_MAX &&
+             static_cast<std::size_t>(reserved_total()) + need > memory_limit_;
+    return !capped;
+  };
+  for (std::size_t i = first; i < end;) {
+    if (seg->mapped[i]) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < end && !seg->mapped[j]) ++j;
+    const std::uintptr_t addr = seg->addr + i * page_size_;
+    const std::size_t run = (j - i) * page_size_;
+    bool ok = fits_cap() && upstream_->map_pages(addr, run);
+    if (!ok) {
+      if (!capped) ++counters_.num_upstream_failures;
+      // Out of memory: make every cached byte releasable, release it, retry.
+      ++counters_.num_cache_flushes;
+      wait_all_pending();
+      reclaim_thread_caches(true);
+      release_free_pages();
+      release_free_segments(UINT64_MAX, nullptr);
+      ok = fits_cap() && upstream_->map_pages(addr, run);
+      if (!ok) {
+        if (!capped) ++counters_.num_upstream_failures;
+        const StreamId stream = b->stream;
+        return_to_pool(b);  // the request fails; pages mapped so far are free cache
+        throw_oom(bytes, stream,
+                  capped ? "the memory fraction cap (set_memory_fraction) would be exceeded"
+                         : "the device has no free physical memory for the pages this block needs");
+      }
+    }
+    std::fill(seg->mapped.begin() + static_cast<std::ptrdiff_t>(i), seg->mapped.begin() + static_cast<std::ptrdiff_t>(j),
+              std::uint8_t{1});
+    seg->mapped_bytes += run;
+    seg->mapped_limit = std::max(seg->mapped_limit, j);
+    counters_.reserved[seg->pool] += static_cast<std::int64_t>(run);
+    counters_.reserved_allocated[seg->pool] += static_cast<std::int64_t>(run);
+    ++counters_.num_upstream_allocs;
+    if (recording_.load(std::memory_order_relaxed))
+      record_event(nullptr, EventAction::kSegmentAlloc, addr, run, run, seg->stream, 0, false);
+    need -= run;
+    i = j;
+  }
+  mapped_high_water_ = std::max(mapped_high_water_, reserved_total());
+  return true;
+}
+
+std::size_t CachingAllocator::compact() {
+  Lock lock(mutex_);
+  wait_all_pending();
+  reclaim_thread_caches(true);
+  std::size_t released = release_free_pages();
+  std::size_t whole = 0;
+  release_free_segments(UINT64_MAX, &whole, /*keep_expandable=*/true);
+  return released + whole;
+}
+
+}  // namespace genesis::memory
