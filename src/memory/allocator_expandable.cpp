@@ -102,7 +102,11 @@ std::size_t CachingAllocator::unmap_range(Segment* seg, std::size_t first, std::
     released += bytes;
     i = j;
   }
-  while (seg->mapped_limit > 0 && !seg->mapped[seg->mapped_limit - 1]) --seg->mapped_limit;
+  seg->holes += released / page_size_;
+  while (seg->mapped_limit > 0 && !seg->mapped[seg->mapped_limit - 1]) {
+    --seg->mapped_limit;
+    --seg->holes;
+  }
   return released;
 }
 
@@ -127,6 +131,7 @@ bool CachingAllocator::ensure_mapped(Block* b, std::size_t bytes) {
   Segment* seg = b->segment;
   const std::size_t first = (b->addr - seg->addr) / page_size_;
   const std::size_t end = (b->addr + b->size - seg->addr + page_size_ - 1) / page_size_;
+  if (end <= seg->mapped_limit && seg->holes == 0) return false;  // the common case once warm
   std::size_t need = 0;
   for (std::size_t i = first; i < end; ++i)
     if (!seg->mapped[i]) need += page_size_;
@@ -175,7 +180,16 @@ bool CachingAllocator::ensure_mapped(Block* b, std::size_t bytes) {
     std::fill(seg->mapped.begin() + static_cast<std::ptrdiff_t>(i), seg->mapped.begin() + static_cast<std::ptrdiff_t>(j),
               std::uint8_t{1});
     seg->mapped_bytes += run;
-    seg->mapped_limit = std::max(seg->mapped_limit, j);
+    // Pages of this run below the old limit were holes; new ones above it
+    // leave holes between the old limit and i.
+    if (i < seg->mapped_limit) {
+      seg->holes -= std::min(j, seg->mapped_limit) - i;
+    }
+    if (j > seg->mapped_limit) {
+      const std::size_t start = std::max(i, seg->mapped_limit);
+      seg->holes += start - seg->mapped_limit;  // skipped pages between the old limit and this run
+      seg->mapped_limit = j;
+    }
     counters_.reserved[seg->pool] += static_cast<std::int64_t>(run);
     counters_.reserved_allocated[seg->pool] += static_cast<std::int64_t>(run);
     ++counters_.num_upstream_allocs;

@@ -1,10 +1,12 @@
 #include "genesis/memory/cuda_resource.h"
 
+#include <cstdlib>
 #include <new>
 
 #include "genesis/core/error.h"
 #include "genesis/cuda/check.h"
 #include "genesis/cuda/runtime.h"
+#include "genesis/cuda/vmm.h"
 
 namespace genesis::memory {
 
@@ -15,7 +17,77 @@ int validated(int device) {
 }
 }  // namespace
 
-CudaDeviceResource::CudaDeviceResource(int device) : device_(validated(device)) {}
+CudaDeviceResource::CudaDeviceResource(int device) : device_(validated(device)) {
+  // GENESIS_NO_VMM=1 forces classic segments (for comparisons and for
+  // drivers whose VMM support misbehaves).
+  const char* no_vmm = std::getenv("GENESIS_NO_VMM");
+  vmm_ = !(no_vmm != nullptr && no_vmm[0] == '1') && cuda::vmm::available(device_);
+  if (vmm_) page_size_ = cuda::vmm::granularity(device_);
+}
+
+CudaDeviceResource::~CudaDeviceResource() {
+  // The allocator unmaps its pages before it goes; whatever is left (an
+  // allocator that was never destroyed) is released here.
+  for (auto& [addr, handle] : pages_) cuda::vmm::unmap_and_release(addr, page_size_, handle);
+}
+
+void CudaDeviceResource::synchronize_stream(StreamId stream) {
+#if GENESIS_WITH_CUDA
+  cuda::DeviceGuard guard(device_);
+  GENESIS_CUDA_CHECK(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(stream)));
+#else
+  (void)stream;
+#endif
+}
+
+std::uintptr_t CudaDeviceResource::reserve_address_range(std::size_t bytes) {
+  if (!vmm_) return 0;
+  return cuda::vmm::reserve(bytes, page_size_);
+}
+
+void CudaDeviceResource::release_address_range(std::uintptr_t addr, std::size_t bytes) noexcept {
+  if (vmm_) cuda::vmm::free_reservation(addr, bytes);
+}
+
+bool CudaDeviceResource::map_pages(std::uintptr_t addr, std::size_t bytes) {
+  GENESIS_CHECK(vmm_, "map_pages: ", name(), " has no virtual memory support");
+  GENESIS_CHECK(bytes > 0 && addr % page_size_ == 0 && bytes % page_size_ == 0,
+                "map_pages: range must be aligned to the page size ", page_size_);
+  std::lock_guard<std::mutex> lock(vmm_mutex_);
+  std::size_t done = 0;
+  try {
+    for (; done < bytes; done += page_size_) {
+      cuda::vmm::Handle h = 0;
+      if (!cuda::vmm::create_and_map(device_, addr + done, page_size_, &h)) break;
+      pages_.emplace(addr + done, h);
+    }
+  } catch (...) {
+    for (std::size_t off = 0; off < done; off += page_size_) {
+      auto it = pages_.find(addr + off);
+      cuda::vmm::unmap_and_release(addr + off, page_size_, it->second);
+      pages_.erase(it);
+    }
+    throw;
+  }
+  if (done == bytes) return true;
+  // Out of memory part way: leave nothing mapped, as the interface promises.
+  for (std::size_t off = 0; off < done; off += page_size_) {
+    auto it = pages_.find(addr + off);
+    cuda::vmm::unmap_and_release(addr + off, page_size_, it->second);
+    pages_.erase(it);
+  }
+  return false;
+}
+
+void CudaDeviceResource::unmap_pages(std::uintptr_t addr, std::size_t bytes) noexcept {
+  std::lock_guard<std::mutex> lock(vmm_mutex_);
+  for (std::size_t off = 0; off < bytes; off += page_size_) {
+    auto it = pages_.find(addr + off);
+    if (it == pages_.end()) continue;
+    cuda::vmm::unmap_and_release(addr + off, page_size_, it->second);
+    pages_.erase(it);
+  }
+}
 
 std::string CudaDeviceResource::name() const { return device().str(); }
 

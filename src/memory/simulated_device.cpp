@@ -244,24 +244,35 @@ std::uintptr_t SimulatedDevice::reserve_address_range(std::size_t bytes) {
   if (bytes > base + kVirtualSpan - next_virtual_) return 0;
   const std::uintptr_t addr = next_virtual_;
   next_virtual_ += bytes;
-  ranges_.emplace(addr, bytes);
+  Range r;
+  r.size = bytes;
+  r.mapped.assign(bytes / kPageSize, 0);
+  ranges_.emplace(addr, std::move(r));
   return addr;
+}
+
+SimulatedDevice::Range* SimulatedDevice::range_locked(std::uintptr_t addr, std::size_t bytes, std::uintptr_t* base) {
+  auto it = ranges_.upper_bound(addr);
+  if (it == ranges_.begin()) return nullptr;
+  --it;
+  if (addr + bytes > it->first + it->second.size) return nullptr;
+  *base = it->first;
+  return &it->second;
 }
 
 void SimulatedDevice::release_address_range(std::uintptr_t addr, std::size_t bytes) noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = ranges_.find(addr);
-  if (it == ranges_.end() || it->second != bytes) {
+  if (it == ranges_.end() || it->second.size != bytes) {
     ++num_misuses_;
     return;
   }
   // Pages still mapped inside are a caller bug: count it, then drop them.
-  auto p = mapped_pages_.lower_bound(addr);
-  while (p != mapped_pages_.end() && *p < addr + bytes) {
+  for (std::uint8_t m : it->second.mapped) {
+    if (!m) continue;
     ++num_misuses_;
     bytes_in_use_ -= kPageSize;
     mapped_bytes_ -= kPageSize;
-    p = mapped_pages_.erase(p);
   }
   ranges_.erase(it);
 }
@@ -270,12 +281,12 @@ bool SimulatedDevice::map_pages(std::uintptr_t addr, std::size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   GENESIS_CHECK(bytes > 0 && addr % kPageSize == 0 && bytes % kPageSize == 0,
                 "SimulatedDevice::map_pages: range must be page aligned (2 MiB), got addr ", addr, " bytes ", bytes);
-  auto r = ranges_.upper_bound(addr);
-  GENESIS_CHECK(r != ranges_.begin(), "SimulatedDevice::map_pages: address not in a reserved range");
-  --r;
-  GENESIS_CHECK(addr + bytes <= r->first + r->second, "SimulatedDevice::map_pages: range exceeds its reservation");
-  auto m = mapped_pages_.lower_bound(addr);
-  GENESIS_CHECK(m == mapped_pages_.end() || *m >= addr + bytes, "SimulatedDevice::map_pages: page already mapped");
+  std::uintptr_t base = 0;
+  Range* r = range_locked(addr, bytes, &base);
+  GENESIS_CHECK(r != nullptr, "SimulatedDevice::map_pages: range is not inside one reserved range");
+  const std::size_t first = (addr - base) / kPageSize, n = bytes / kPageSize;
+  for (std::size_t i = first; i < first + n; ++i)
+    GENESIS_CHECK(!r->mapped[i], "SimulatedDevice::map_pages: page already mapped");
   if (fail_next_ > 0) {
     --fail_next_;
     ++num_failed_allocs_;
@@ -285,7 +296,8 @@ bool SimulatedDevice::map_pages(std::uintptr_t addr, std::size_t bytes) {
     ++num_failed_allocs_;
     return false;
   }
-  for (std::uintptr_t p = addr; p < addr + bytes; p += kPageSize) mapped_pages_.insert(mapped_pages_.end(), p);
+  std::fill(r->mapped.begin() + static_cast<std::ptrdiff_t>(first),
+            r->mapped.begin() + static_cast<std::ptrdiff_t>(first + n), std::uint8_t{1});
   bytes_in_use_ += bytes;
   mapped_bytes_ += bytes;
   peak_bytes_in_use_ = std::max(peak_bytes_in_use_, bytes_in_use_);
@@ -296,13 +308,19 @@ bool SimulatedDevice::map_pages(std::uintptr_t addr, std::size_t bytes) {
 void SimulatedDevice::unmap_pages(std::uintptr_t addr, std::size_t bytes) noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
   ++num_unmap_calls_;
-  for (std::uintptr_t p = addr; p < addr + bytes; p += kPageSize) {
-    auto it = mapped_pages_.find(p);
-    if (it == mapped_pages_.end()) {
+  std::uintptr_t base = 0;
+  Range* r = addr % kPageSize == 0 && bytes % kPageSize == 0 ? range_locked(addr, bytes, &base) : nullptr;
+  if (r == nullptr) {
+    ++num_misuses_;
+    return;
+  }
+  const std::size_t first = (addr - base) / kPageSize, n = bytes / kPageSize;
+  for (std::size_t i = first; i < first + n; ++i) {
+    if (!r->mapped[i]) {
       ++num_misuses_;
       continue;
     }
-    mapped_pages_.erase(it);
+    r->mapped[i] = 0;
     bytes_in_use_ -= kPageSize;
     mapped_bytes_ -= kPageSize;
   }

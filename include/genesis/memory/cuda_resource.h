@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstddef>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "genesis/cuda/event_pool.h"
 #include "genesis/memory/upstream.h"
@@ -23,7 +25,7 @@ class CudaDeviceResource final : public UpstreamResource {
   /// Throws InvalidArgumentError when `device` is not a CUDA device of this
   /// machine (including any device when there is no GPU or no CUDA).
   explicit CudaDeviceResource(int device);
-  ~CudaDeviceResource() override = default;
+  ~CudaDeviceResource() override;
 
   MemoryKind kind() const noexcept override { return MemoryKind::kDevice; }
   Device device() const noexcept override { return Device(DeviceType::kCUDA, device_); }
@@ -47,12 +49,28 @@ class CudaDeviceResource final : public UpstreamResource {
   /// The CUDA device index.
   int device_index() const noexcept { return device_; }
 
+  /// cudaStreamSynchronize. Throws CudaError.
+  void synchronize_stream(StreamId stream) override;
+
+  // Virtual memory through the driver's VMM API (genesis/cuda/vmm.h): one
+  // physical allocation per page, so that any page can be unmapped alone.
+  bool supports_virtual_memory() const noexcept override { return vmm_; }
+  std::size_t page_size() const noexcept override { return page_size_; }
+  std::uintptr_t reserve_address_range(std::size_t bytes) override;
+  void release_address_range(std::uintptr_t addr, std::size_t bytes) noexcept override;
+  bool map_pages(std::uintptr_t addr, std::size_t bytes) override;
+  void unmap_pages(std::uintptr_t addr, std::size_t bytes) noexcept override;
+
  private:
   void* do_allocate(std::size_t bytes) override;
   void do_deallocate(void* ptr, std::size_t bytes) noexcept override;
 
   const int device_;
   cuda::EventPool events_;
+  bool vmm_ = false;
+  std::size_t page_size_ = std::size_t{2} << 20;
+  std::mutex vmm_mutex_;
+  std::unordered_map<std::uintptr_t, unsigned long long> pages_;  // page address -> physical handle
 };
 
 }  // namespace genesis::memory

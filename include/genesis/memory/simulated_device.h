@@ -203,10 +203,15 @@ class SimulatedDevice final : public UpstreamResource {
   std::size_t num_misuses_ = 0;
   std::size_t fail_next_ = 0;
 
-  // Virtual memory (under mutex_): reserved ranges (address -> size), mapped
-  // page addresses; mapped_bytes_ == kPageSize * mapped_pages_.size().
-  std::map<std::uintptr_t, std::size_t> ranges_;
-  std::set<std::uintptr_t> mapped_pages_;
+  // Virtual memory (under mutex_): reserved ranges with a flag per page;
+  // mapped_bytes_ == kPageSize * (number of flags set).
+  struct Range {
+    std::size_t size = 0;
+    std::vector<std::uint8_t> mapped;  // one flag per page
+  };
+  std::map<std::uintptr_t, Range> ranges_;
+  // The reserved range holding [addr, addr + bytes), or null.
+  Range* range_locked(std::uintptr_t addr, std::size_t bytes, std::uintptr_t* base);
   std::uintptr_t next_virtual_ = 0;
   std::size_t mapped_bytes_ = 0;
   std::size_t num_map_calls_ = 0;

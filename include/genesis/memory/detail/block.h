@@ -76,6 +76,7 @@ struct Segment {
   std::vector<std::uint8_t> mapped;
   std::size_t mapped_bytes = 0;
   std::size_t mapped_limit = 0;
+  std::size_t holes = 0;  // unmapped pages below mapped_limit (0: a fast "all mapped" answer)
 };
 
 }  // namespace genesis::memory::detail

@@ -1,0 +1,118 @@
+// Text reports of trace replays (replay_report.h).
+#include "genesis/debug/replay_report.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "genesis/core/error.h"
+
+namespace genesis::debug {
+
+std::vector<ReferenceResult> reference_results(std::string_view trace_path) {
+  const std::size_t slash = trace_path.find_last_of('/');
+  const std::string_view file = slash == std::string_view::npos ? trace_path : trace_path.substr(slash + 1);
+  if (file.rfind("gpt2_train", 0) == 0) {
+    // data/traces/README.md: PyTorch 2.11 replaying this trace through its
+    // C++ API on an H200: peak reserved, reserved / live, ns per event.
+    return {
+        {"PyTorch native", 16'521'363'456ull, 1.146, 1099},
+        {"PyTorch expandable_segments", 15'424'552'960ull, 1.070, 3010},
+        {"cudaMallocAsync", 15'133'048'832ull, 1.050, 2638},
+    };
+  }
+  return {};
+}
+
+std::string format_thousands(std::uint64_t value) {
+  std::string digits = std::to_string(value);
+  std::string out;
+  out.reserve(digits.size() + digits.size() / 3);
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+namespace {
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+// Rows of cells printed with the first column left-aligned and the others
+// right-aligned; a row with one cell is a section label across the table.
+std::string render(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width;
+  for (const auto& row : rows) {
+    if (row.size() == 1) continue;
+    width.resize(std::max(width.size(), row.size()), 0);
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    if (row.size() == 1) {
+      out += row[0] + "\n";
+      continue;
+    }
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const std::size_t pad = width[c] - row[c].size();
+      if (c == 0) {
+        line += row[c] + std::string(pad, ' ');
+      } else {
+        line += "  " + std::string(pad, ' ') + row[c];
+      }
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_trace_summary(const Trace& trace) {
+  const TraceCounts& c = trace.counts;
+  std::string out;
+  out += "trace: " + trace.source + "\n";
+  out += "  lines: " + format_thousands(c.lines) + " (alloc " + format_thousands(c.alloc) + ", free_requested " +
+         format_thousands(c.free_requested) + "; ignored: free_completed " + format_thousands(c.free_completed) +
+         ", segment_alloc " + format_thousands(c.segment_alloc) + ", segment_free " +
+         format_thousands(c.segment_free) + ", oom " + format_thousands(c.oom);
+  if (c.other_ignored > 0) out += ", other " + format_thousands(c.other_ignored);
+  out += ")\n";
+  out += "  events replayed: " + format_thousands(trace.events.size()) + " (unknown frees " +
+         format_thousands(c.unknown_frees) + ", allocations never freed " + format_thousands(c.live_at_end);
+  if (c.realloc_of_live > 0) out += ", allocs at a live address " + format_thousands(c.realloc_of_live);
+  out += ")\n";
+  out += "  peak live bytes: " + format_thousands(trace.peak_live_bytes) + " (" +
+         genesis::detail::format_bytes(trace.peak_live_bytes) + ")\n";
+  return out;
+}
+
+std::string format_replay_table(const std::vector<ReplayResult>& results,
+                                const std::vector<ReferenceResult>& references) {
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"configuration", "peak live", "peak reserved", "reserved/live", "ns/event", "upstream alloc/free",
+                  "OOMs", "unknown frees"});
+  for (const ReplayResult& r : results) {
+    rows.push_back({r.config, format_thousands(r.peak_live_bytes), format_thousands(r.peak_reserved_bytes),
+                    fixed(r.reserved_per_live, 3), fixed(r.ns_per_event, 1),
+                    format_thousands(static_cast<std::uint64_t>(r.upstream_allocs)) + " / " +
+                        format_thousands(static_cast<std::uint64_t>(r.upstream_frees)),
+                    format_thousands(r.ooms), format_thousands(r.unknown_frees)});
+  }
+  if (!references.empty()) {
+    rows.push_back({std::string(kReferenceLabel) + ":"});
+    for (const ReferenceResult& ref : references) {
+      rows.push_back({"  " + ref.allocator, "-", format_thousands(ref.peak_reserved_bytes),
+                      fixed(ref.reserved_per_live, 3), ref.ns_per_event > 0 ? fixed(ref.ns_per_event, 0) : "-", "-",
+                      "-", "-"});
+    }
+  }
+  return render(rows);
+}
+
+}  // namespace genesis::debug

@@ -1,0 +1,180 @@
+// genesis-mem replay: replays an allocation trace under one or more
+// allocator configurations and reports peak reserved vs peak live bytes and
+// the time per event. The work is library code (genesis/debug/replay.h,
+// replay_report.h); this file maps options onto it and prints.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "command.h"
+#include "genesis/core/bytes.h"
+#include "genesis/debug/replay.h"
+#include "genesis/debug/replay_report.h"
+#include "genesis/debug/trace.h"
+#include "progress_bar.h"
+
+namespace genesis::tools {
+
+namespace {
+
+using nlohmann::json;
+
+struct ReplayArgs {
+  std::string trace;
+  std::string capacity;
+  std::string device = "sim";
+  std::vector<std::string> configs;
+  bool compare = false;
+  bool json = false;
+  bool progress = false;
+  bool no_progress = false;
+  unsigned repeat = 1;
+  double memory_fraction = 1.0;
+};
+
+json counts_json(const debug::TraceCounts& c) {
+  return json{{"lines", c.lines},
+              {"alloc", c.alloc},
+              {"free_requested", c.free_requested},
+              {"free_completed", c.free_completed},
+              {"segment_alloc", c.segment_alloc},
+              {"segment_free", c.segment_free},
+              {"oom", c.oom},
+              {"other_ignored", c.other_ignored},
+              {"unknown_frees", c.unknown_frees},
+              {"realloc_of_live", c.realloc_of_live},
+              {"live_at_end", c.live_at_end}};
+}
+
+json result_json(const debug::ReplayResult& r) {
+  const memory::MemoryStats& s = r.final_stats;
+  return json{{"config", r.config},
+              {"upstream", r.upstream},
+              {"capacity", r.capacity},
+              {"events", r.events},
+              {"peak_live_bytes", r.peak_live_bytes},
+              {"peak_reserved_bytes", r.peak_reserved_bytes},
+              {"reserved_per_live", r.reserved_per_live},
+              {"ns_per_event", r.ns_per_event},
+              {"ns_per_event_runs", r.ns_per_event_runs},
+              {"upstream_allocs", r.upstream_allocs},
+              {"upstream_frees", r.upstream_frees},
+              {"ooms", r.ooms},
+              {"unknown_frees", r.unknown_frees},
+              {"live_at_end", r.live_at_end},
+              {"allocated_after_cleanup", r.allocated_after_cleanup},
+              {"final_stats",
+               {{"allocated_bytes", s.allocated_bytes[memory::kStatAggregate].current},
+                {"reserved_bytes", s.reserved_bytes[memory::kStatAggregate].current},
+                {"peak_allocated_bytes", s.allocated_bytes[memory::kStatAggregate].peak},
+                {"num_allocs", s.num_allocs},
+                {"num_frees", s.num_frees},
+                {"num_cache_hits", s.num_cache_hits},
+                {"num_cache_misses", s.num_cache_misses},
+                {"num_thread_cache_hits", s.num_thread_cache_hits},
+                {"num_ooms", s.num_ooms},
+                {"num_cache_flushes", s.num_cache_flushes}}}};
+}
+
+int run_replay(const ReplayArgs& args) {
+  // Everything that can be wrong with the options fails before the trace is read.
+  const std::size_t capacity = args.capacity.empty() ? 0 : genesis::parse_bytes(args.capacity);
+  const debug::ReplayDevice device = debug::parse_replay_device(args.device);
+  std::vector<std::string> names = args.configs;
+  if (names.empty()) {
+    if (args.compare) {
+      for (const auto& c : debug::known_replay_configs()) names.push_back(c.name);
+    } else {
+      names.push_back("genesis");
+    }
+  }
+  std::vector<debug::ReplayConfig> configs;
+  for (const std::string& name : names) {
+    debug::ReplayConfig config = debug::make_replay_config(name, device, capacity);
+    config.options.memory_fraction = args.memory_fraction;
+    configs.push_back(std::move(config));
+  }
+
+  const bool show_progress = !args.no_progress && (args.progress || stderr_is_terminal());
+  if (show_progress) std::fprintf(stderr, "reading %s ...", args.trace.c_str());
+  const debug::Trace trace = debug::read_trace(args.trace);
+  if (show_progress) std::fputs("\r\033[K", stderr);
+
+  std::vector<debug::ReplayResult> results;
+  for (const debug::ReplayConfig& config : configs) {
+    ProgressBar bar("replay " + config.name, show_progress);
+    debug::ReplayOptions options;
+    options.repeat = args.repeat;
+    if (show_progress) options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
+    results.push_back(debug::replay(trace, config, options));
+  }
+  const std::vector<debug::ReferenceResult> references = debug::reference_results(args.trace);
+
+  if (args.json) {
+    json out{{"trace",
+              {{"path", args.trace},
+               {"events", trace.events.size()},
+               {"peak_live_bytes", trace.peak_live_bytes},
+               {"counts", counts_json(trace.counts)}}},
+             {"device", debug::replay_device_name(device)},
+             {"repeat", args.repeat},
+             {"results", json::array()}};
+    for (const auto& r : results) out["results"].push_back(result_json(r));
+    if (!references.empty()) {
+      json refs = json::array();
+      for (const auto& ref : references) {
+        refs.push_back({{"allocator", ref.allocator},
+                        {"peak_reserved_bytes", ref.peak_reserved_bytes},
+                        {"reserved_per_live", ref.reserved_per_live},
+                        {"ns_per_event", ref.ns_per_event}});
+      }
+      out["reference"] = {{"label", debug::kReferenceLabel}, {"results", refs}};
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+
+  std::string text = debug::format_trace_summary(trace);
+  text += "device: " + std::string(debug::replay_device_name(device));
+  if (!results.empty()) {
+    text += " (" + results.front().upstream + ", " + debug::format_thousands(results.front().capacity) + " bytes)";
+  }
+  text += ", repeat " + std::to_string(args.repeat) + (args.repeat > 1 ? " (median ns/event)" : "") + "\n\n";
+  text += debug::format_replay_table(results, references);
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+Command add_replay_command(CLI::App& app) {
+  auto args = std::make_shared<ReplayArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "replay", "Replay an allocation trace (CSV, plain or .gz) through Genesis's allocator and report peak "
+                "reserved vs peak live bytes and ns per event");
+  sub->add_option("trace", args->trace, "Trace file: time_us,action,addr,size,stream (data/traces/README.md)")
+      ->required();
+  sub->add_option("--capacity", args->capacity,
+                  "Simulated device size, e.g. 80GB (default 1 TiB, the most it allows); with --device cuda a cap "
+                  "on reserved memory");
+  sub->add_option("--device", args->device, "sim (simulated GPU, default) or cuda (GPU 0)");
+  sub->add_option("--config", args->configs,
+                  "Allocator configuration to run (repeatable): genesis, genesis-classic, genesis-expandable, "
+                  "genesis-no-tcache")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_flag("--compare", args->compare, "Run every configuration (or the --config ones) side by side");
+  sub->add_flag("--json", args->json, "Machine-readable output (JSON on stdout)");
+  CLI::Option* progress = sub->add_flag("--progress", args->progress, "Show a progress bar even if stderr is not a terminal");
+  sub->add_flag("--no-progress", args->no_progress, "Never show a progress bar")->excludes(progress);
+  sub->add_option("--repeat", args->repeat, "Replay N times; report the median ns/event")
+      ->check(CLI::Range(1u, 1000u));
+  sub->add_option("--memory-fraction", args->memory_fraction, "Cap reserved memory at this fraction of the device")
+      ->check(CLI::Range(0.0, 1.0));
+  return Command{sub, [args] { return run_replay(*args); }};
+}
+
+}  // namespace genesis::tools
