@@ -141,6 +141,31 @@ else
   record bench SKIP "scripts/bench_alloc_gpu.sh missing"
 fi
 
+# ---------------------------------------------------------------- replay ---
+# The bundled GPT-2 training trace on the real GPU and on the simulated
+# device through Genesis, and on the GPU through PyTorch (native and
+# expandable segments) and cudaMallocAsync, in the same run.
+log "replay: data/traces/gpt2_train.trace.csv.gz"
+TRACE="$ROOT/data/traces/gpt2_train.trace.csv.gz"
+: >"$OUT/replay.log"
+if [[ -x "$BUILD/genesis-mem" && -f $TRACE ]]; then
+  ok=1
+  "$BUILD/genesis-mem" replay "$TRACE" --device cuda --compare --repeat 3 --no-progress 2>&1 | tee -a "$OUT/replay.log" || ok=0
+  "$BUILD/genesis-mem" replay "$TRACE" --device sim --compare --repeat 5 --no-progress 2>&1 | tee -a "$OUT/replay.log" || ok=0
+  if [[ -x "$BUILD/torch_replay_bench" ]]; then
+    for conf in "" "expandable_segments:True"; do
+      PYTORCH_CUDA_ALLOC_CONF="$conf" "$BUILD/torch_replay_bench" "$TRACE" --allocator pytorch 2>&1 | tee -a "$OUT/replay.log" || ok=0
+    done
+    "$BUILD/torch_replay_bench" "$TRACE" --allocator cudaMallocAsync 2>&1 | tee -a "$OUT/replay.log" || ok=0
+  else
+    echo "torch_replay_bench not built" | tee -a "$OUT/replay.log"
+  fi
+  if [[ $ok -eq 1 ]]; then record replay PASS; else record replay FAIL "see replay.log"; fi
+else
+  echo "genesis-mem or the trace is missing" | tee -a "$OUT/replay.log"
+  record replay FAIL "genesis-mem not built or trace missing"
+fi
+
 # --------------------------------------------------------------- summary ---
 log "Summary (logs in $OUT)"
 failed=0
@@ -151,4 +176,10 @@ failed=0
   done
 } | tee "$OUT/summary.txt"
 for r in "${RESULTS[@]}"; do [[ $r == FAIL ]] && failed=1; done
+# The GPU runner brings back at most 8 files: pack the raw logs into one.
+(
+  cd "$OUT" || exit 0
+  raw=(); for f in build.log *.json alloc_bench.log torch_alloc_bench.log; do [[ -f $f ]] && raw+=("$f"); done
+  if [[ ${#raw[@]} -gt 0 ]] && tar czf raw_logs.tgz "${raw[@]}"; then rm -f "${raw[@]}"; fi
+)
 exit $failed

@@ -76,16 +76,20 @@ build_release() {
 
 # ------------------------------------------------------- step 3: main job ---
 # Genesis's "main job": what a newcomer should see working after setup.
-# Currently: the allocator benchmark on the CPU (quick mode).
-# Change this function when the main job changes (e.g. to replay a trace).
+# Replays the bundled GPT-2 training trace (every allocation PyTorch made, see
+# data/traces/README.md) through each allocator configuration on the simulated
+# GPU and prints peak reserved vs peak live bytes and ns per event, next to
+# PyTorch's published figures for the same trace. No GPU needed.
+# Change this function when the main job changes.
 run_main_job() {
-  log "Main job: allocator benchmark (CPU, quick)"
-  local bench="$BUILD_DIR/alloc_bench"
-  if [[ -x "$bench" ]]; then
-    "$bench" --quick
-  else
-    echo "NOTE: $bench does not exist yet (bench/alloc_bench.cpp not written); nothing to run."
+  log "Main job: replay data/traces/gpt2_train.trace.csv.gz, every configuration (simulated GPU)"
+  local tool="$BUILD_DIR/genesis-mem"
+  local trace="$ROOT/data/traces/gpt2_train.trace.csv.gz"
+  if [[ ! -x "$tool" ]]; then
+    echo "ERROR: $tool was not built (the configure step warns when CLI11, nlohmann_json or zlib is missing)." >&2
+    return 1
   fi
+  "$tool" replay "$trace" --compare --repeat 5
 }
 
 main() {

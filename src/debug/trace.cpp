@@ -152,6 +152,9 @@ class InputFile {
     const int got = gzread(gz_, buf, static_cast<unsigned>(n));
     int err = Z_OK;
     const char* msg = gzerror(gz_, &err);
+    // zlib prefixes its messages with the path, which ours already names.
+    if (std::strncmp(msg, path_.c_str(), path_.size()) == 0 && std::strncmp(msg + path_.size(), ": ", 2) == 0)
+      msg += path_.size() + 2;
     // zlib reports a stream that ends early as Z_BUF_ERROR with a short read
     // (not -1), so the error is checked on every read, not only on -1.
     if (got < 0 || (got == 0 && err != Z_OK)) {

@@ -30,7 +30,10 @@ void ProgressBar::update(std::uint64_t done, std::uint64_t total) {
 
 void ProgressBar::finish() {
   if (!drawn_) return;
-  std::fputs(("\r" + std::string(width_, ' ') + "\r").c_str(), stderr);
+  std::string blank(width_ + 1, ' ');
+  blank.front() = '\r';
+  blank.back() = '\r';
+  std::fputs(blank.c_str(), stderr);
   std::fflush(stderr);
   drawn_ = false;
   last_permille_ = -1;

@@ -20,7 +20,8 @@ namespace genesis::tools {
 
 namespace {
 
-using nlohmann::json;
+// ordered: keys print in the order written (trace, device, results, reference).
+using json = nlohmann::ordered_json;
 
 struct ReplayArgs {
   std::string trace;

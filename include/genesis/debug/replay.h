@@ -28,7 +28,9 @@ namespace genesis::debug {
 /// Where the allocator under test gets its segments.
 enum class ReplayDevice : std::uint8_t {
   kSimulated,  ///< memory::SimulatedDevice: no GPU needed, deterministic
-  kCuda,       ///< memory::CudaDeviceResource: a real GPU (cudaMalloc)
+  /// memory::CudaDeviceResource: a real GPU. Each non-default stream of the
+  /// trace becomes a CUDA stream created for the run.
+  kCuda,
 };
 
 /// "sim" or "cuda".
