@@ -401,7 +401,17 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
   }
   if (b != nullptr) {
     b = take_block(b, rounded);
-    if (b->segment->expandable && ensure_mapped(b, bytes)) hit = false;  // throws OutOfMemoryError
+    if (b->segment->expandable) {
+      // b is out of the free index but still marked kFree. ensure_mapped's
+      // out-of-memory recovery returns other blocks to the pool (pending
+      // events, reclaimed thread caches), and a neighbour returning there
+      // would merge with a "free" b and delete it: allocate() then returned
+      // nullptr and the free index was corrupted (found by
+      // AllocatorStress.SimulatedDeviceUnderMemoryPressureExpandable). Mark it
+      // taken first; on failure ensure_mapped gives it back to the pool.
+      b->set_state(BlockState::kAllocated);
+      if (ensure_mapped(b, bytes)) hit = false;  // throws OutOfMemoryError
+    }
   } else {
     b = grow(pool, rounded, stream, bytes);  // throws OutOfMemoryError
     hit = false;

@@ -41,14 +41,16 @@ ContractUpstream host_case(const char* name, std::size_t limit) {
   return c;
 }
 
-ContractUpstream sim_case(const char* name, std::size_t capacity) {
+ContractUpstream sim_case(const char* name, std::size_t capacity, bool expandable = false) {
   ContractUpstream c;
   c.name = name;
+  c.expandable = expandable;
   c.make = [capacity] { return std::make_shared<SimulatedDevice>(capacity); };
   // Simulated addresses must never be dereferenced: no fill/check.
   c.in_use = [](UpstreamResource& u) { return dynamic_cast<SimulatedDevice&>(u).bytes_in_use(); };
   c.outstanding_events = [](UpstreamResource& u) { return dynamic_cast<SimulatedDevice&>(u).outstanding_events(); };
   c.misuses = [](UpstreamResource& u) { return dynamic_cast<SimulatedDevice&>(u).num_misuses(); };
+  c.reserved_ranges = [](UpstreamResource& u) { return dynamic_cast<SimulatedDevice&>(u).num_reserved_ranges(); };
   return c;
 }
 
@@ -58,7 +60,9 @@ INSTANTIATE_TEST_SUITE_P(Host, AllocatorContractTest,
 
 INSTANTIATE_TEST_SUITE_P(Simulated, AllocatorContractTest,
                          ::testing::Values(sim_case("Sim64MiB", 64 * MiB), sim_case("Sim1GiB", 1 * GiB),
-                                           sim_case("Sim80GiB", 80 * GiB)),
+                                           sim_case("Sim80GiB", 80 * GiB),
+                                           sim_case("Sim64MiBExpandable", 64 * MiB, true),
+                                           sim_case("Sim1GiBExpandable", 1 * GiB, true)),
                          contract_case_name);
 
 
@@ -66,7 +70,9 @@ INSTANTIATE_TEST_SUITE_P(Simulated, AllocatorContractTest,
 
 class SimulatedControlsTest : public ::testing::Test {
  protected:
+  // Classic segments throughout: the expected sizes below follow SPEC M1.
   CachingAllocator& make(std::size_t capacity, AllocatorOptions o = {}) {
+    o.expandable_segments = AllocatorOptions::Expandable::kOff;
     a_.reset();
     sim_ = std::make_shared<SimulatedDevice>(capacity);
     a_ = std::make_unique<CachingAllocator>(sim_, o);

@@ -14,6 +14,7 @@
 
 #include "genesis/core/error.h"
 #include "genesis/memory/caching_allocator.h"
+#include "genesis/memory/host_resource.h"
 #include "genesis/memory/simulated_device.h"
 #include "support/allocator_test_util.h"
 
@@ -46,7 +47,7 @@ class AllocatorMisuseTest : public ::testing::TestWithParam<bool> {
   void SetUp() override {
     sim_ = std::make_shared<SimulatedDevice>(256 * MiB);
     other_stream_ = sim_->create_stream();
-    AllocatorOptions o;
+    AllocatorOptions o = classic();
     o.thread_cache = GetParam();
     a_ = std::make_unique<CachingAllocator>(sim_, o);
     live_small_ = a_->allocate(4 * KiB);
@@ -213,6 +214,10 @@ TEST(AllocatorMisuseOptionsTest, BadConstruction) {
   AllocatorOptions o;
   o.thread_cache_small_count = 0;
   EXPECT_THROW(CachingAllocator(sim, o), InvalidArgumentError);
+  // Expandable segments demanded of an upstream without virtual memory.
+  AllocatorOptions on;
+  on.expandable_segments = AllocatorOptions::Expandable::kOn;
+  EXPECT_THROW(CachingAllocator(std::make_shared<HostResource>(), on), InvalidArgumentError);
   // Nothing was taken from the device by the failed constructions.
   EXPECT_EQ(sim->bytes_in_use(), 0u);
   CachingAllocator ok(sim);

@@ -67,12 +67,14 @@ class AllocatorStatsTest : public ::testing::Test {
  protected:
   std::unique_ptr<CachingAllocator> make(bool thread_cache, std::size_t capacity = 1 << 30) {
     sim_ = std::make_shared<SimulatedDevice>(capacity);
-    AllocatorOptions o;
+    AllocatorOptions o = classic();  // the exact values below follow the classic segment layout
     o.thread_cache = thread_cache;
     return std::make_unique<CachingAllocator>(sim_, o);
   }
   void TearDown() override {
-    if (sim_ != nullptr) EXPECT_EQ(sim_->num_misuses(), 0u);
+    if (sim_ != nullptr) {
+      EXPECT_EQ(sim_->num_misuses(), 0u);
+    }
   }
   std::shared_ptr<SimulatedDevice> sim_;
 };
@@ -542,7 +544,7 @@ TEST(AllocatorEventsTest, RecordsAllocFreeAndSegments) {
   for (bool tc : {true, false}) {
     SCOPED_TRACE(tc ? "thread cache" : "no thread cache");
     auto sim = std::make_shared<SimulatedDevice>(64 * M);
-    AllocatorOptions o;
+    AllocatorOptions o = classic();
     o.record_events = true;
     o.thread_cache = tc;
     CachingAllocator a(sim, o);
@@ -589,7 +591,7 @@ TEST(AllocatorEventsTest, RecordsAllocFreeAndSegments) {
 
 TEST(AllocatorEventsTest, OnOffClearAndThreads) {
   auto sim = std::make_shared<SimulatedDevice>(64 * M);
-  CachingAllocator a(sim);
+  CachingAllocator a(sim, classic());
   EXPECT_FALSE(a.event_recording());
   a.deallocate(a.allocate(100));
   EXPECT_TRUE(a.events().empty());
@@ -628,7 +630,7 @@ TEST(AllocatorEventsTest, OnOffClearAndThreads) {
 
 TEST(AllocatorEventsTest, RecordsOutOfMemory) {
   auto sim = std::make_shared<SimulatedDevice>(16 * M);
-  AllocatorOptions o;
+  AllocatorOptions o = classic();
   o.record_events = true;
   CachingAllocator a(sim, o);
   EXPECT_THROW(a.allocate(32 * M), OutOfMemoryError);
@@ -640,7 +642,7 @@ TEST(AllocatorEventsTest, RecordsOutOfMemory) {
 
 TEST(AllocatorEventsTest, RingKeepsNewestEvents) {
   auto sim = std::make_shared<SimulatedDevice>(64 * M);
-  AllocatorOptions o;
+  AllocatorOptions o = classic();
   o.record_events = true;
   o.event_capacity_per_thread = 4;
   CachingAllocator a(sim, o);

@@ -30,7 +30,7 @@ class AllocatorStreamsTest : public ::testing::TestWithParam<bool> {
     s1_ = sim_->create_stream();
     s2_ = sim_->create_stream();
     s3_ = sim_->create_stream();
-    AllocatorOptions o;
+    AllocatorOptions o = classic();  // segment counts and OOM sizes below assume classic segments
     o.thread_cache = GetParam();
     a_ = std::make_unique<CachingAllocator>(sim_, o);
   }
@@ -261,6 +261,55 @@ TEST_P(AllocatorStreamsTest, FailedEventRecordLeavesBlockAllocated) {
 
 INSTANTIATE_TEST_SUITE_P(ThreadCache, AllocatorStreamsTest, ::testing::Values(true, false),
                          [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "On" : "Off"; });
+
+// Expandable segments: a block taken from the pool whose pages cannot be
+// mapped triggers the out-of-memory recovery, which waits for pending blocks
+// and returns them to the pool. The taken block must not be merged into such
+// a neighbour (it was, and allocate() returned nullptr).
+TEST(AllocatorStreamsExpandableTest, OutOfMemoryRecoveryKeepsTheTakenBlock) {
+  for (const bool thread_cache : {true, false}) {
+    SCOPED_TRACE(thread_cache ? "thread cache" : "no thread cache");
+    auto sim = std::make_shared<SimulatedDevice>(4 * MiB);  // two physical pages
+    const StreamId s1 = sim->create_stream();
+    AllocatorOptions o;
+    o.expandable_segments = AllocatorOptions::Expandable::kOn;
+    o.thread_cache = thread_cache;
+    {
+      CachingAllocator a(sim, o);
+      void* big = a.allocate(2 * MiB);  // large pool: one page
+      void* x = a.allocate(1 * MiB);
+      void* y = a.allocate(1 * MiB);  // small pool: x and y fill the other page
+      for (void* p : {x, y}) {
+        a.record_stream(p, s1);
+        sim->submit_work(s1);
+        a.deallocate(p);  // pending: s1 still uses it
+      }
+      EXPECT_EQ(sim->mapped_bytes(), 4 * MiB);
+      // The only free small block starts on the small pool's unmapped second
+      // page: mapping it fails, the recovery waits for s1 (x and y return to
+      // the pool, next to the taken block), unmaps their page, and retries.
+      void* b = a.allocate(1 * MiB);
+      ASSERT_NE(b, nullptr);
+      EXPECT_TRUE(a.owns(b));
+      EXPECT_EQ(a.allocation_size(b), 1 * MiB);
+      EXPECT_TRUE(SnapshotConsistent(a.snapshot()));
+      const MemoryStats s = a.stats();
+      EXPECT_EQ(s.allocation_count[kStatAggregate].current, 2);
+      EXPECT_EQ(s.allocated_bytes[kStatAggregate].current, static_cast<std::int64_t>(3 * MiB));
+      EXPECT_EQ(s.num_ooms, 0);
+      EXPECT_EQ(sim->mapped_bytes(), 4 * MiB);
+      EXPECT_EQ(sim->outstanding_events(), 0u);
+      a.deallocate(b);
+      a.deallocate(big);
+      a.empty_cache();
+      EXPECT_EQ(a.stats().reserved_bytes[kStatAggregate].current, 0);
+      EXPECT_EQ(sim->mapped_bytes(), 0u);
+    }
+    EXPECT_EQ(sim->bytes_in_use(), 0u);
+    EXPECT_EQ(sim->num_reserved_ranges(), 0u);
+    EXPECT_EQ(sim->num_misuses(), 0u);
+  }
+}
 
 }  // namespace
 }  // namespace genesis::memory

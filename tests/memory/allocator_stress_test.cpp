@@ -130,6 +130,7 @@ struct StressConfig {
   bool thread_cache = true;
   bool huge = true;
   bool record_streams = true;
+  bool expandable = false;  // expandable segments (else classic ones)
   std::size_t capacity = 16 * GiB;
 };
 
@@ -149,6 +150,8 @@ StressResult run_simulated_stress(const StressConfig& cfg) {
   for (int i = 0; i < 3; ++i) streams.push_back(sim->create_stream());
   AllocatorOptions opts;
   opts.thread_cache = cfg.thread_cache;
+  opts.expandable_segments =
+      cfg.expandable ? AllocatorOptions::Expandable::kOn : AllocatorOptions::Expandable::kOff;
   auto alloc = std::make_unique<CachingAllocator>(sim, opts);
   CachingAllocator& a = *alloc;
 
@@ -191,7 +194,9 @@ StressResult run_simulated_stress(const StressConfig& cfg) {
         }
         allocs.fetch_add(1, std::memory_order_relaxed);
         if (it.ptr == nullptr || addr_of(it.ptr) % 512 != 0) {
-          failures.add("null or misaligned pointer");
+          std::ostringstream os;
+          os << "allocate(" << n << ", stream " << s << ") returned " << it.ptr;
+          failures.add(os.str());
           continue;
         }
         if (it.size < round512(n)) failures.add("block smaller than the rounded request");
@@ -284,12 +289,16 @@ StressResult run_simulated_stress(const StressConfig& cfg) {
   EXPECT_EQ(s.active_bytes[kStatAggregate].current, 0);
   EXPECT_EQ(s.allocation_count[kStatAggregate].current, 0);
   EXPECT_EQ(s.reserved_bytes[kStatAggregate].current, 0);
-  EXPECT_EQ(s.segment_count[kStatAggregate].current, 0);
+  if (!cfg.expandable) {
+    EXPECT_EQ(s.segment_count[kStatAggregate].current, 0);  // expandable: ranges stay reserved
+  }
   EXPECT_EQ(s.num_allocs, s.num_frees);
   EXPECT_EQ(sim->bytes_in_use(), 0u);
+  EXPECT_EQ(sim->mapped_bytes(), 0u);
   EXPECT_EQ(sim->num_live_allocations(), 0u);
   EXPECT_EQ(sim->outstanding_events(), 0u);
   alloc.reset();
+  EXPECT_EQ(sim->num_reserved_ranges(), 0u);
   EXPECT_EQ(sim->num_misuses(), 0u);
   return StressResult{ooms.load(), allocs.load(), handoffs.load()};
 }
@@ -298,7 +307,9 @@ StressResult run_simulated_stress(const StressConfig& cfg) {
 // the handshake must use the symmetric fallback.
 void expect_fence_mode_matches_environment() {
   const char* env = std::getenv("GENESIS_NO_MEMBARRIER");
-  if (env != nullptr && env[0] == '1') EXPECT_FALSE(detail::asymmetric_fence_available());
+  if (env != nullptr && env[0] == '1') {
+    EXPECT_FALSE(detail::asymmetric_fence_available());
+  }
 }
 
 TEST(AllocatorStress, SimulatedDeviceMixed) {
@@ -309,6 +320,14 @@ TEST(AllocatorStress, SimulatedDeviceMixed) {
   EXPECT_GT(r.allocs, cfg.ops_per_thread);
   EXPECT_GT(r.handoffs, 0);
   RecordProperty("ooms", static_cast<int>(r.ooms));
+}
+
+TEST(AllocatorStress, SimulatedDeviceMixedExpandable) {
+  StressConfig cfg;
+  cfg.expandable = true;
+  cfg.ops_per_thread = scaled(40000);
+  const StressResult r = run_simulated_stress(cfg);
+  EXPECT_GT(r.allocs, cfg.ops_per_thread);
 }
 
 TEST(AllocatorStress, SimulatedDeviceNoThreadCache) {
@@ -326,6 +345,16 @@ TEST(AllocatorStress, SimulatedDeviceUnderMemoryPressure) {
   StressConfig cfg;
   cfg.capacity = 256 * MiB;
   cfg.ops_per_thread = scaled(40000);
+  const StressResult r = run_simulated_stress(cfg);
+  EXPECT_GT(r.allocs, cfg.ops_per_thread);
+  RecordProperty("ooms", static_cast<int>(r.ooms));
+}
+
+TEST(AllocatorStress, SimulatedDeviceUnderMemoryPressureExpandable) {
+  StressConfig cfg;
+  cfg.expandable = true;
+  cfg.capacity = 256 * MiB;
+  cfg.ops_per_thread = scaled(30000);
   const StressResult r = run_simulated_stress(cfg);
   EXPECT_GT(r.allocs, cfg.ops_per_thread);
   RecordProperty("ooms", static_cast<int>(r.ooms));
@@ -465,10 +494,14 @@ TEST(AllocatorStress, HostResourcePatterns) {
 
 // Threads come and go while another thread empties the cache and reads
 // statistics: thread caches are created and retired concurrently with
-// reclaims, and every counter of an exited thread survives it.
+// reclaims, and every counter of an exited thread survives it. (Default
+// options: expandable segments on the simulated device.)
 TEST(AllocatorStress, ThreadChurn) {
   auto sim = std::make_shared<SimulatedDevice>(4 * GiB);
-  CachingAllocator a(sim);
+  // On the heap: TSan identifies mutexes by address, and a stack slot reused
+  // by a later test would inherit this allocator's lock-order history.
+  auto owner = std::make_unique<CachingAllocator>(sim);
+  CachingAllocator& a = *owner;
   std::atomic<bool> done{false};
   Failures failures;
   std::atomic<std::int64_t> allocs{0};
@@ -554,15 +587,19 @@ TEST(AllocatorStress, ManyAllocatorsAndThreadReuse) {
   std::vector<std::thread> ts;
   for (int i = 0; i < threads; ++i) ts.emplace_back(worker, i);
   for (int r = 0; r < rounds; ++r) {
+    // Allocators are made and destroyed outside `mu`: the registry lock is
+    // taken inside, and holding a test lock around it would only teach TSan
+    // a lock order that the allocator itself never uses.
+    std::vector<std::unique_ptr<CachingAllocator>> fresh;
+    AllocatorOptions o;
+    o.event_capacity_per_thread = 16;  // each allocator otherwise allocates a 3.5 MiB event ring up front
+    const int n = r % 2 == 0 ? kAllocators : 3;
+    for (int i = 0; i < n; ++i) fresh.push_back(std::make_unique<CachingAllocator>(sims[i % sims.size()], o));
     {
       std::lock_guard<std::mutex> lock(mu);
-      allocators.clear();  // the previous round's, with the workers' caches
-      const int n = r % 2 == 0 ? kAllocators : 3;
-      AllocatorOptions o;
-      o.event_capacity_per_thread = 16;  // each allocator otherwise allocates a 3.5 MiB event ring up front
-      for (int i = 0; i < n; ++i)
-        allocators.push_back(std::make_unique<CachingAllocator>(sims[i % sims.size()], o));
+      allocators.swap(fresh);
     }
+    fresh.clear();  // the previous round's, with the workers' caches
     round_started.store(r);
     while (finished.load() < (r + 1) * threads) std::this_thread::yield();
     std::lock_guard<std::mutex> lock(mu);
@@ -573,10 +610,7 @@ TEST(AllocatorStress, ManyAllocatorsAndThreadReuse) {
     }
   }
   for (auto& t : ts) t.join();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    allocators.clear();
-  }
+  allocators.clear();
   EXPECT_FALSE(failures.failed()) << failures.report();
   for (auto& s : sims) {
     EXPECT_EQ(s->bytes_in_use(), 0u);

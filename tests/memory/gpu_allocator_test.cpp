@@ -54,9 +54,10 @@ bool device_check(const void* p, std::size_t n, unsigned char pattern) {
 }
 #endif
 
-ContractUpstream cuda_case() {
+ContractUpstream cuda_case(bool expandable = false) {
   ContractUpstream c;
-  c.name = "CudaDevice0";
+  c.name = expandable ? "CudaDevice0Expandable" : "CudaDevice0";
+  c.expandable = expandable;  // skipped while the resource has no virtual memory support
   c.needs_cuda = true;
   c.make = [] { return std::make_shared<CudaDeviceResource>(0); };
 #if GENESIS_WITH_CUDA
@@ -78,7 +79,7 @@ ContractUpstream pinned_case() {
   return c;
 }
 
-INSTANTIATE_TEST_SUITE_P(Gpu, AllocatorContractTest, ::testing::Values(cuda_case(), pinned_case()),
+INSTANTIATE_TEST_SUITE_P(Gpu, AllocatorContractTest, ::testing::Values(cuda_case(), cuda_case(true), pinned_case()),
                          contract_case_name);
 
 // --- CUDA-specific behaviour ----------------------------------------------------

@@ -85,7 +85,7 @@ namespace genesis::memory::testing_support {
     prev_end = seg.address + seg.size;
     if (seg.pool != "small" && seg.pool != "large")
       return ::testing::AssertionFailure() << "segment " << seg.address << " has pool '" << seg.pool << "'";
-    if (seg.pool == "small" && seg.size != 2 * MiB)
+    if (!seg.expandable && seg.pool == "small" && seg.size != 2 * MiB)
       return ::testing::AssertionFailure() << "small segment of " << seg.size << " bytes";
     if (seg.blocks.empty()) return ::testing::AssertionFailure() << "segment " << seg.address << " has no blocks";
     std::uintptr_t expect = seg.address;

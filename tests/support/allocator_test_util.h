@@ -46,6 +46,19 @@ inline constexpr std::size_t expected_fresh_block_size(std::size_t n) {
   return seg - r > 1 * MiB ? r : seg;
 }
 
+/// Options for tests that assert the classic segment layout of SPEC M1
+/// (2 MiB small segments, 20 MiB / rounded large segments): expandable
+/// segments off. Tests of expandable segments say so explicitly.
+inline AllocatorOptions classic(AllocatorOptions o = {}) {
+  o.expandable_segments = AllocatorOptions::Expandable::kOff;
+  return o;
+}
+inline AllocatorOptions classic_no_thread_cache() {
+  AllocatorOptions o = classic();
+  o.thread_cache = false;
+  return o;
+}
+
 /// Field-by-field comparison of two MemoryStats; the failure message names
 /// every field that differs.
 ::testing::AssertionResult StatsEqual(const MemoryStats& a, const MemoryStats& b);
