@@ -222,6 +222,8 @@ void CachingAllocator::set_event_recording(bool on) {
       }
     }
   }
+  if (on && !shared_ring_) shared_ring_ = std::make_unique<detail::EventRing>(options_.event_capacity_per_thread);
+  if (on && !recording_.load(std::memory_order_relaxed)) recording_since_ns_.store(detail::now_ns(), std::memory_order_relaxed);
   recording_.store(on, std::memory_order_release);
 }
 
@@ -239,7 +241,8 @@ void CachingAllocator::record_event(ThreadCache* tc, EventAction action, std::ui
   e.thread = detail::this_thread_number();
   detail::EventRing* ring = tc != nullptr ? tc->ring.load(std::memory_order_acquire) : nullptr;
   // Called with the mutex held when ring is null, so the shared ring is safe.
-  (ring != nullptr ? ring : shared_ring_.get())->push(e);
+  if (ring == nullptr) ring = shared_ring_.get();  // under the mutex (see callers)
+  if (ring != nullptr) ring->push(e);
 }
 
 void CachingAllocator::record_event_hot_alloc(ThreadCache* tc, Block* b, std::size_t bytes) noexcept {
@@ -268,7 +271,8 @@ void CachingAllocator::record_event_hot_free(ThreadCache* tc, Block* b) noexcept
   e.size = b->get_requested();
   e.block_size = b->size;
   e.stream = b->stream;
-  e.duration_ns = b->alloc_time_ns != 0 && e.time_ns > b->alloc_time_ns ? e.time_ns - b->alloc_time_ns : 0;
+  // A block allocated before recording started has no (or a stale) time.
+  e.duration_ns = b->alloc_time_ns >= recording_since_ns_.load(std::memory_order_relaxed) && e.time_ns > b->alloc_time_ns ? e.time_ns - b->alloc_time_ns : 0;
   e.thread = tc->thread_number;
   ring->push(e);
 }
@@ -280,7 +284,7 @@ std::vector<MemoryEvent> CachingAllocator::events() const {
     for (const ThreadCache* tc : caches_)
       if (tc->ring_owner) tc->ring_owner->copy_to(out);
     for (const auto& r : retired_rings_) r->copy_to(out);
-    shared_ring_->copy_to(out);
+    if (shared_ring_) shared_ring_->copy_to(out);
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const MemoryEvent& a, const MemoryEvent& b) { return a.time_ns < b.time_ns; });
@@ -292,7 +296,7 @@ void CachingAllocator::clear_events() {
   for (ThreadCache* tc : caches_)
     if (tc->ring_owner) tc->ring_owner->clear();
   retired_rings_.clear();
-  shared_ring_->clear();
+  if (shared_ring_) shared_ring_->clear();
 }
 
 }  // namespace genesis::memory

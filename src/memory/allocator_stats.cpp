@@ -115,6 +115,12 @@ void CachingAllocator::update_peaks_locked() {
     v[7][i] = counters_.inactive_split_bytes[p];
   }
   for (auto& row : v) row[0] = row[1] + row[2];
+  // The hot path's bases (see note_alloc_hot).
+  for (int p = 0; p < detail::kNumPools; ++p) {
+    base_requested_[p].store(counters_.requested[p] + retired_requested_[p], std::memory_order_relaxed);
+    base_live_[p].store(counters_.num_allocs[p] + retired_allocs_[p] - counters_.num_frees[p] - retired_frees_[p],
+                        std::memory_order_relaxed);
+  }
   std::int64_t* peaks[8] = {peaks_.allocated, peaks_.reserved, peaks_.active, peaks_.requested,
                             peaks_.cached, peaks_.segments, peaks_.allocations, peaks_.inactive_split};
   for (int k = 0; k < 8; ++k)
@@ -127,7 +133,18 @@ MemoryStats CachingAllocator::stats_locked() const {
   std::int64_t peak_alloc[3];
   for (int i = 0; i < 3; ++i) {
     peak_alloc[i] = std::max(peaks_.allocated[i], c.allocated[i]);
-    for (const ThreadCache* tc : caches_) peak_alloc[i] = std::max(peak_alloc[i], tc->peak_candidate[i].get());
+    for (const ThreadCache* tc : caches_) {
+      peak_alloc[i] = std::max(peak_alloc[i], tc->peak_candidate[i].get());
+      peaks_.requested[i] = std::max(peaks_.requested[i], tc->peak_requested_candidate[i].get());
+      peaks_.allocations[i] = std::max(peaks_.allocations[i], tc->peak_count_candidate[i].get());
+    }
+    // Fold what this read observes into the peaks (monotone across reads).
+    peaks_.allocated[i] = peak_alloc[i];
+    peaks_.requested[i] = std::max(peaks_.requested[i], c.requested[i]);
+    peaks_.active[i] = std::max(peaks_.active[i], c.active[i]);
+    peaks_.cached[i] = std::max(peaks_.cached[i], c.cached[i]);
+    peaks_.allocations[i] = std::max(peaks_.allocations[i], c.allocations[i]);
+    peaks_.inactive_split[i] = std::max(peaks_.inactive_split[i], c.inactive[i]);
   }
   for (int i = 0; i < 3; ++i) {
     auto set = [&](Stat& st, std::int64_t cur, std::int64_t peak) {
@@ -197,8 +214,12 @@ void CachingAllocator::reset_peak_stats() {
     peaks_.segments[i] = c.segments[i];
     peaks_.allocations[i] = c.allocations[i];
     peaks_.inactive_split[i] = c.inactive[i];
-    // A racing owner may overwrite this with a fresh (valid) candidate.
-    for (ThreadCache* tc : caches_) tc->peak_candidate[i].set(c.allocated[i]);
+    // A racing owner may overwrite these with fresh (valid) candidates.
+    for (ThreadCache* tc : caches_) {
+      tc->peak_candidate[i].set(c.allocated[i]);
+      tc->peak_requested_candidate[i].set(c.requested[i]);
+      tc->peak_count_candidate[i].set(c.allocations[i]);
+    }
   }
 }
 

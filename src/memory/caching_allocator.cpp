@@ -85,7 +85,7 @@ CachingAllocator::CachingAllocator(std::shared_ptr<UpstreamResource> upstream, A
   if (options_.cache_size_limit != SIZE_MAX) tc_limit = std::min(tc_limit, options_.cache_size_limit / 4);
   tc_byte_limit_.store(tc_limit, std::memory_order_relaxed);
   recording_.store(options_.record_events, std::memory_order_relaxed);
-  shared_ring_ = std::make_unique<detail::EventRing>(options_.event_capacity_per_thread);
+  if (options_.record_events) shared_ring_ = std::make_unique<detail::EventRing>(options_.event_capacity_per_thread);
   generation_ = detail::AllocatorRegistry::instance().attach(this, &slot_);
 }
 
@@ -150,9 +150,12 @@ void CachingAllocator::retire_thread_cache(ThreadCache* tc) {
   }
   for (int i = 0; i < 3; ++i) {
     peaks_.allocated[i] = std::max(peaks_.allocated[i], tc->peak_candidate[i].get());
+    peaks_.requested[i] = std::max(peaks_.requested[i], tc->peak_requested_candidate[i].get());
+    peaks_.allocations[i] = std::max(peaks_.allocations[i], tc->peak_count_candidate[i].get());
   }
   if (tc->ring_owner) retired_rings_.push_back(std::move(tc->ring_owner));
   caches_.erase(std::remove(caches_.begin(), caches_.end(), tc), caches_.end());
+  update_peaks_locked();  // also moves the exited thread's share into the hot path's bases
   delete tc;
 }
 
@@ -173,7 +176,7 @@ void CachingAllocator::flush_thread_cache(ThreadCache* tc, int only_pool, const 
                                        std::memory_order_relaxed);
         out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - size, std::memory_order_relaxed);
         --counters_.out_blocks[b->pool];
-        return_to_pool(b);
+        return_to_pool(b, /*touch=*/false);  // parked since its free: not a new use
       }
       list.count = 0;
     };
@@ -320,7 +323,7 @@ Block* CachingAllocator::take_block(Block* b, std::size_t rounded) {
   return b;
 }
 
-void CachingAllocator::return_to_pool(Block* b) {
+void CachingAllocator::return_to_pool(Block* b, bool touch) {
   // Invariant: two free blocks are never neighbours, so at most one merge on
   // each side.
   if (Block* prev = b->prev; prev != nullptr && prev->load_state() == BlockState::kFree) {
@@ -341,7 +344,7 @@ void CachingAllocator::return_to_pool(Block* b) {
     delete_block(next);
   }
   index_insert(b);
-  b->segment->last_used_ns = detail::coarse_now_ns();
+  if (touch) b->segment->last_used_ns = detail::coarse_now_ns();
 }
 
 // ---------------------------------------------------------------------------
@@ -554,7 +557,7 @@ void CachingAllocator::free_slow(Block* b, bool lookup_failed, void* ptr) {
   const std::int64_t size = static_cast<std::int64_t>(b->size);
   if (recording_.load(std::memory_order_relaxed)) {
     record_event(tc, EventAction::kFree, b->addr, b->get_requested(), b->size, b->stream,
-                 b->alloc_time_ns ? detail::now_ns() - b->alloc_time_ns : 0, false);
+                 b->alloc_time_ns >= recording_since_ns_.load(std::memory_order_relaxed) && b->alloc_time_ns != 0 ? detail::now_ns() - b->alloc_time_ns : 0, false);
   }
   ++counters_.num_frees[pool];
   counters_.requested[pool] -= static_cast<std::int64_t>(b->get_requested());
@@ -592,6 +595,9 @@ void CachingAllocator::record_stream(void* ptr, StreamId stream) {
                 hex(reinterpret_cast<std::uintptr_t>(ptr)), " is not a live allocation of allocator '",
                 upstream_->name(), "'");
   if (stream == b->stream) return;  // its own stream orders the work already
+  // Validate the stream now (an event on it must be recordable at free time):
+  // an unusable stream is an error here, not a block that can never be freed.
+  upstream_->release_event(upstream_->record_event(stream));
   if (b->stream_uses == nullptr) b->stream_uses = new std::vector<StreamId>();
   if (std::find(b->stream_uses->begin(), b->stream_uses->end(), stream) == b->stream_uses->end())
     b->stream_uses->push_back(stream);
@@ -599,17 +605,26 @@ void CachingAllocator::record_stream(void* ptr, StreamId stream) {
 
 void CachingAllocator::process_events() {
   std::size_t kept = 0;
-  for (std::size_t i = 0; i < pending_.size(); ++i) {
-    PendingEvent pe = pending_[i];
-    if (upstream_->event_done(pe.event)) {
-      upstream_->release_event(pe.event);
-      if (--pe.block->pending_events == 0) {
-        counters_.pending_bytes[pe.block->pool] -= static_cast<std::int64_t>(pe.block->size);
-        return_to_pool(pe.block);
+  std::size_t i = 0;
+  try {
+    for (; i < pending_.size(); ++i) {
+      PendingEvent pe = pending_[i];
+      if (upstream_->event_done(pe.event)) {  // may throw (a failed CUDA launch)
+        upstream_->release_event(pe.event);
+        if (--pe.block->pending_events == 0) {
+          counters_.pending_bytes[pe.block->pool] -= static_cast<std::int64_t>(pe.block->size);
+          return_to_pool(pe.block);
+        }
+      } else {
+        pending_[kept++] = pe;
       }
-    } else {
-      pending_[kept++] = pe;
     }
+  } catch (...) {
+    // Keep the events not yet released (the one that threw among them), so
+    // that pending_ never names a released event.
+    for (; i < pending_.size(); ++i) pending_[kept++] = pending_[i];
+    pending_.resize(kept);
+    throw;
   }
   pending_.resize(kept);
 }

@@ -241,22 +241,25 @@ TEST_P(AllocatorStreamsTest, DestructorReleasesPendingEvents) {
 
 // The upstream refuses to record an event (unknown stream): the free fails
 // and leaves the block allocated and every statistic as it was.
-TEST_P(AllocatorStreamsTest, FailedEventRecordLeavesBlockAllocated) {
+// record_stream validates the stream at once (by recording an event on it):
+// an unknown stream is an error there and changes nothing, instead of a block
+// that could never be freed later.
+TEST_P(AllocatorStreamsTest, RecordStreamRejectsUnknownStream) {
   void* p = a_->allocate(1000, s1_);
   a_->record_stream(p, s2_);
-  a_->record_stream(p, StreamId{999});  // not a stream of this device
-  sim_->submit_work(s2_);
   const MemoryStats before = a_->stats();
-  EXPECT_THROW(a_->deallocate(p), InvalidArgumentError);
+  EXPECT_THROW(a_->record_stream(p, StreamId{999}), InvalidArgumentError);  // not a stream of this device
   EXPECT_TRUE(StatsEqual(before, a_->stats()));
-  EXPECT_TRUE(a_->owns(p));
+  EXPECT_EQ(sim_->outstanding_events(), 0u) << "the validation event leaked";
   EXPECT_EQ(state_of(p), "allocated");
-  EXPECT_EQ(sim_->outstanding_events(), 0u) << "the event recorded before the failure leaked";
+  // The block is still freed the normal way: pending until s2's work is done.
+  sim_->submit_work(s2_);
+  a_->deallocate(p);
+  EXPECT_EQ(state_of(p), "pending");
+  sim_->complete_work(s2_);
   void* q = a_->allocate(1000, s1_);
-  EXPECT_NE(q, p);
+  EXPECT_EQ(q, p) << "the block returns to the pool once the other stream's work completed";
   a_->deallocate(q);
-  // The block cannot be freed while its stream list names an unknown stream;
-  // destroying the allocator still returns its segment (TearDown checks).
 }
 
 INSTANTIATE_TEST_SUITE_P(ThreadCache, AllocatorStreamsTest, ::testing::Values(true, false),

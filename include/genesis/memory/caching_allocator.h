@@ -223,7 +223,7 @@ class CachingAllocator {
   std::size_t release_free_pages();
   std::size_t unmap_range(detail::Segment* seg, std::size_t first, std::size_t end);
   std::size_t mapped_in(const Block* b) const noexcept;
-  void return_to_pool(Block* b);                      // merge + index
+  void return_to_pool(Block* b, bool touch = true);   // merge + index; touch: mark the segment used now
   void index_insert(Block* b);
   void index_erase(Block* b);
   void process_events();
@@ -265,6 +265,10 @@ class CachingAllocator {
   // under mutex_, read by the hot path for peak candidates.
   std::atomic<std::int64_t> out_bytes_total_{0};
   std::atomic<std::int64_t> out_bytes_pool_[detail::kNumPools] = {};
+  // The pool's share (slow path + exited threads) of requested bytes and of
+  // live allocations, per pool; written under mutex_, read by the hot path.
+  std::atomic<std::int64_t> base_requested_[detail::kNumPools] = {};
+  std::atomic<std::int64_t> base_live_[detail::kNumPools] = {};
 
   mutable std::mutex mutex_;
   // Everything below is guarded by mutex_.
@@ -281,7 +285,9 @@ class CachingAllocator {
   Block* free_blocks_ = nullptr;
   GlobalCounters counters_;
   Baseline baseline_;
-  Peaks peaks_;
+  // Mutable: stats() folds the values it observes in, so that reported peaks
+  // never go down between two reads.
+  mutable Peaks peaks_;
   // Folded-in counters of thread caches whose threads exited.
   std::int64_t retired_allocs_[detail::kNumPools] = {}, retired_frees_[detail::kNumPools] = {};
   std::int64_t retired_requested_[detail::kNumPools] = {}, retired_total_allocated_[detail::kNumPools] = {};
@@ -290,7 +296,8 @@ class CachingAllocator {
   std::int64_t mapped_high_water_ = 0;  // highest reserved total so far (Note [Expandable segments])
   std::size_t memory_limit_ = SIZE_MAX;
   std::size_t total_capacity_ = 0;
-  std::unique_ptr<detail::EventRing> shared_ring_;  // threads without a cache
+  std::unique_ptr<detail::EventRing> shared_ring_;  // threads without a cache; made when recording starts
+  std::atomic<std::uint64_t> recording_since_ns_{0};  // lifetimes only for blocks allocated after this
 };
 
 /// Sets the "location" recorded for allocations made by this thread while the
@@ -358,6 +365,21 @@ inline void CachingAllocator::note_alloc_hot(detail::ThreadCache* tc, Block* b, 
   if (cur > tc->peak_candidate[0].get()) tc->peak_candidate[0].set(cur);
   const std::int64_t cur_p = out_bytes_pool_[p].load(std::memory_order_relaxed) - tc->cached_bytes[p].get();
   if (cur_p > tc->peak_candidate[1 + p].get()) tc->peak_candidate[1 + p].set(cur_p);
+  // Requested bytes and live allocations: the pool's part plus this thread's
+  // (exact for one thread; the slow path and stats() add every thread).
+  const std::int64_t req_small = base_requested_[0].load(std::memory_order_relaxed) + tc->requested_delta[0].get();
+  const std::int64_t req_large = base_requested_[1].load(std::memory_order_relaxed) + tc->requested_delta[1].get();
+  const std::int64_t req_p = p == 0 ? req_small : req_large;
+  if (req_small + req_large > tc->peak_requested_candidate[0].get())
+    tc->peak_requested_candidate[0].set(req_small + req_large);
+  if (req_p > tc->peak_requested_candidate[1 + p].get()) tc->peak_requested_candidate[1 + p].set(req_p);
+  const std::int64_t n_small =
+      base_live_[0].load(std::memory_order_relaxed) + tc->num_allocs[0].get() - tc->num_frees[0].get();
+  const std::int64_t n_large =
+      base_live_[1].load(std::memory_order_relaxed) + tc->num_allocs[1].get() - tc->num_frees[1].get();
+  const std::int64_t n_p = p == 0 ? n_small : n_large;
+  if (n_small + n_large > tc->peak_count_candidate[0].get()) tc->peak_count_candidate[0].set(n_small + n_large);
+  if (n_p > tc->peak_count_candidate[1 + p].get()) tc->peak_count_candidate[1 + p].set(n_p);
 }
 
 inline void CachingAllocator::free_block(Block* b) {

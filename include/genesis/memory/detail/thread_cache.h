@@ -138,7 +138,9 @@ class ThreadCache {
   OwnedCounter num_frees[kNumPools];
   OwnedCounter requested_delta[kNumPools];
   OwnedCounter total_allocated[kNumPools];  // bytes handed out from this cache
-  OwnedCounter peak_candidate[3];           // aggregate, small, large
+  OwnedCounter peak_candidate[3];           // allocated bytes: aggregate, small, large
+  OwnedCounter peak_requested_candidate[3]; // requested bytes
+  OwnedCounter peak_count_candidate[3];     // live allocations
 
   std::uint32_t thread_number;
   // Created under the allocator mutex when recording starts; read by the owner
