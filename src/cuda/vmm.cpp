@@ -132,18 +132,20 @@ bool create_and_map(int device, std::uintptr_t addr, std::size_t bytes, Handle* 
     if (r == CUDA_ERROR_OUT_OF_MEMORY) return false;
     fail(r, "cuMemMap");
   }
+  *handle = static_cast<Handle>(h);
+  return true;
+}
+
+bool set_access(int device, std::uintptr_t addr, std::size_t bytes) {
+  const Api& a = api();
+  GENESIS_CHECK(a.ok, "CUDA virtual memory management is not available");
   CUmemAccessDesc access{};
   access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   access.location.id = device;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  r = a.set_access(static_cast<CUdeviceptr>(addr), bytes, &access, 1);
-  if (r != CUDA_SUCCESS) {
-    a.unmap(static_cast<CUdeviceptr>(addr), bytes);
-    a.release(h);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY) return false;
-    fail(r, "cuMemSetAccess");
-  }
-  *handle = static_cast<Handle>(h);
+  const CUresult r = a.set_access(static_cast<CUdeviceptr>(addr), bytes, &access, 1);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) return false;
+  if (r != CUDA_SUCCESS) fail(r, "cuMemSetAccess");
   return true;
 }
 
@@ -164,6 +166,7 @@ std::size_t granularity(int) {
 std::uintptr_t reserve(std::size_t, std::size_t) { return 0; }
 void free_reservation(std::uintptr_t, std::size_t) noexcept {}
 bool create_and_map(int, std::uintptr_t, std::size_t, Handle*) { return false; }
+bool set_access(int, std::uintptr_t, std::size_t) { return false; }
 void unmap_and_release(std::uintptr_t, std::size_t, Handle) noexcept {}
 
 #endif

@@ -110,19 +110,41 @@ std::size_t CachingAllocator::unmap_range(Segment* seg, std::size_t first, std::
   return released;
 }
 
-std::size_t CachingAllocator::release_free_pages() {
+std::size_t CachingAllocator::release_free_pages(std::size_t at_least) {
   if (expandable_segments_.empty()) return 0;
-  std::size_t released = 0;
+  // Pages wholly inside free blocks (their neighbours may use the pages at
+  // either end of a block).
+  struct Candidate {
+    Segment* seg;
+    std::size_t first, end;
+  };
+  std::vector<Candidate> candidates;
   for (auto& index : free_) {
     index.for_each([&](Block* b) {
       Segment* seg = b->segment;
       if (!seg->expandable) return;
-      // Only pages wholly inside the free block: its neighbours may use the
-      // pages at either end.
       const std::size_t first = (b->addr - seg->addr + page_size_ - 1) / page_size_;
       const std::size_t end = std::min(seg->mapped_limit, (b->addr + b->size - seg->addr) / page_size_);
-      if (first < end) released += unmap_range(seg, first, end);
+      if (first < end) candidates.push_back(Candidate{seg, first, end});
     });
+  }
+  if (at_least != SIZE_MAX) {
+    // Highest addresses first: best fit breaks ties towards low addresses, so
+    // the cache near the bottom is the one most likely to be reused.
+    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+      return a.seg->addr + a.first > b.seg->addr + b.first;
+    });
+  }
+  std::size_t released = 0;
+  for (const Candidate& c : candidates) {
+    if (released >= at_least) break;
+    std::size_t first = c.first;
+    if (at_least != SIZE_MAX) {
+      // Release the block's top pages only, as many as still needed.
+      const std::size_t pages = (at_least - released + page_size_ - 1) / page_size_;
+      if (c.end - c.first > pages) first = c.end - pages;
+    }
+    released += unmap_range(c.seg, first, c.end);
   }
   return released;
 }
@@ -138,10 +160,13 @@ bool CachingAllocator::ensure_mapped(Block* b, std::size_t bytes) {
   if (need == 0) return false;
 
   auto reserved_total = [&]() { return counters_.reserved[0] + counters_.reserved[1]; };
-  if (reserved_total() + static_cast<std::int64_t>(need) > mapped_high_water_) {
-    // A new peak: first give back pages that back nothing (b is out of the
-    // free index, so its own pages are safe).
-    release_free_pages();
+  const std::int64_t over = reserved_total() + static_cast<std::int64_t>(need) - mapped_high_water_;
+  if (over > 0) {
+    // A new peak: first give back just as many pages that back nothing (b is
+    // out of the free index, so its own pages are safe). Only as many: the
+    // other free pages are the cache that later requests reuse without
+    // mapping; unmapping them all made a GPU remap them again and again.
+    release_free_pages(static_cast<std::size_t>(over));
   }
   bool capped = false;
   auto fits_cap = [&]() {

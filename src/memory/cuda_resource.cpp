@@ -61,6 +61,8 @@ bool CudaDeviceResource::map_pages(std::uintptr_t addr, std::size_t bytes) {
       if (!cuda::vmm::create_and_map(device_, addr + done, page_size_, &h)) break;
       pages_.emplace(addr + done, h);
     }
+    // Access rights for the whole run at once (the driver's cost is per call).
+    if (done == bytes && cuda::vmm::set_access(device_, addr, bytes)) return true;
   } catch (...) {
     for (std::size_t off = 0; off < done; off += page_size_) {
       auto it = pages_.find(addr + off);
@@ -69,7 +71,6 @@ bool CudaDeviceResource::map_pages(std::uintptr_t addr, std::size_t bytes) {
     }
     throw;
   }
-  if (done == bytes) return true;
   // Out of memory part way: leave nothing mapped, as the interface promises.
   for (std::size_t off = 0; off < done; off += page_size_) {
     auto it = pages_.find(addr + off);

@@ -25,10 +25,15 @@ void free_reservation(std::uintptr_t addr, std::size_t bytes) noexcept;
 /// An opaque physical allocation handle (CUmemGenericAllocationHandle).
 using Handle = unsigned long long;
 
-/// Creates `bytes` of physical memory on `device` and maps it at `addr`,
-/// readable and writable by `device`. Returns false (nothing left mapped)
-/// when the device is out of memory; throws CudaError for other failures.
+/// Creates `bytes` of physical memory on `device` and maps it at `addr`
+/// (without access rights yet: see set_access). Returns false (nothing left
+/// mapped) when the device is out of memory; throws CudaError for other
+/// failures.
 bool create_and_map(int device, std::uintptr_t addr, std::size_t bytes, Handle* handle);
+/// Makes [addr, addr + bytes) (mapped, possibly by several handles) readable
+/// and writable by `device`. One call per run of pages: the driver's cost is
+/// per call, not per byte. Returns false on out of memory.
+bool set_access(int device, std::uintptr_t addr, std::size_t bytes);
 /// Unmaps [addr, addr + bytes) and releases its handle. Never throws.
 void unmap_and_release(std::uintptr_t addr, std::size_t bytes, Handle handle) noexcept;
 

@@ -220,7 +220,7 @@ class CachingAllocator {
   // Expandable segments (allocator_expandable.cpp).
   detail::Segment* expandable_segment(detail::PoolId pool, StreamId stream);
   bool ensure_mapped(Block* b, std::size_t bytes);  // true if pages were mapped; may throw OOM
-  std::size_t release_free_pages();
+  std::size_t release_free_pages(std::size_t at_least = SIZE_MAX);  // SIZE_MAX: every free page
   std::size_t unmap_range(detail::Segment* seg, std::size_t first, std::size_t end);
   std::size_t mapped_in(const Block* b) const noexcept;
   void return_to_pool(Block* b, bool touch = true);   // merge + index; touch: mark the segment used now

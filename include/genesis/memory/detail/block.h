@@ -26,7 +26,10 @@ enum PoolId : std::uint8_t { kSmallPool = 0, kLargePool = 1, kNumPools = 2 };
 
 struct Segment;
 
-struct Block {
+// Cache-line aligned: blocks of different threads sit side by side in the
+// block arena, and the hot path writes a block it hands out (state,
+// requested size): sharing a line between threads would serialise them.
+struct alignas(64) Block {
   std::uintptr_t addr = 0;
   std::size_t size = 0;        // rounded size; invariant: multiple of 512
   Segment* segment = nullptr;

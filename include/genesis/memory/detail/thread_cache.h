@@ -117,7 +117,9 @@ struct StreamCache {
   }
 };
 
-class ThreadCache {
+// Cache-line aligned so that two threads' caches (written on every hot-path
+// call) never share a line.
+class alignas(64) ThreadCache {
  public:
   ThreadCache(std::uint32_t thread_number, std::size_t event_capacity);
 
