@@ -69,7 +69,9 @@ CachingAllocator::CachingAllocator(std::shared_ptr<UpstreamResource> upstream, A
   GENESIS_CHECK(options_.expandable_segments != Expandable::kOn || upstream_->supports_virtual_memory(),
                 "expandable segments need an upstream with virtual memory support; '", upstream_->name(),
                 "' has none (use Expandable::kAuto to fall back to classic segments)");
-  expandable_ = options_.expandable_segments != Expandable::kOff && upstream_->supports_virtual_memory();
+  expandable_ = upstream_->supports_virtual_memory() &&
+                (options_.expandable_segments == Expandable::kOn ||
+                 (options_.expandable_segments == Expandable::kAuto && upstream_->cheap_page_mapping()));
   if (expandable_) {
     page_size_ = upstream_->page_size();
     GENESIS_CHECK(page_size_ >= detail::kAlignment && (page_size_ & (page_size_ - 1)) == 0,

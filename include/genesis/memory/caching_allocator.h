@@ -61,7 +61,9 @@ struct AllocatorOptions {
   /// virtual range per pool and stream whose physical pages are mapped as
   /// blocks need them and unmapped when free. Needs an upstream with virtual
   /// memory support (CUDA, simulated device); ignored (classic segments) for
-  /// others. AUTO: on where the upstream supports it.
+  /// others. AUTO: on where the upstream maps pages cheaply (the simulated
+  /// device); on CUDA ask for kOn: the least memory (GPT-2 trace: 1.006x the
+  /// live bytes against 1.146x classic) at the price of slow first mappings.
   enum class Expandable : std::uint8_t { kAuto, kOn, kOff };
   Expandable expandable_segments = Expandable::kAuto;
   /// Record every alloc/free into the event history (M8).

@@ -106,6 +106,7 @@ class SimulatedDevice final : public UpstreamResource {
   static constexpr std::uintptr_t kVirtualSpan = std::uintptr_t{1} << 42;
   static constexpr std::size_t kPageSize = std::size_t{2} << 20;
   bool supports_virtual_memory() const noexcept override { return true; }
+  bool cheap_page_mapping() const noexcept override { return true; }
   std::size_t page_size() const noexcept override { return kPageSize; }
   /// Returns 0 when `bytes` is not a positive multiple of the page size or the
   /// span is exhausted.

@@ -96,6 +96,12 @@ class UpstreamResource {
   // without memory behind them and map / unmap physical pages inside them.
   /// True when the calls below work.
   virtual bool supports_virtual_memory() const noexcept { return false; }
+  /// True when mapping a page costs about as little as a pool operation, so
+  /// that expandable segments are the better default (Expandable::kAuto).
+  /// False on CUDA: each physical page costs the driver ~35 us there (measured
+  /// on an H200, 2026-11-21), which a training loop amortises but an
+  /// allocation-heavy program with ever-new sizes does not; it opts in.
+  virtual bool cheap_page_mapping() const noexcept { return false; }
   /// Granularity of map_pages / unmap_pages (2 MiB on current GPUs).
   virtual std::size_t page_size() const noexcept { return std::size_t{2} << 20; }
   /// Reserves `bytes` (a multiple of page_size()) of address space; 0 if

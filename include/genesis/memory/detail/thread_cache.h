@@ -54,7 +54,9 @@ struct LargeSlot {
 };
 
 /// The cached blocks of one stream.
-struct StreamCache {
+// Cache-line aligned: its masks are written on every push and must not share
+// a line with another thread's cache allocated next to it.
+struct alignas(64) StreamCache {
   StreamId stream = 0;
   std::array<BlockList, kNumSmallBins> small{};
   std::array<LargeSlot, kLargeSlots> large{};
