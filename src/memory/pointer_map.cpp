@@ -5,7 +5,9 @@
 namespace genesis::memory::detail {
 
 namespace {
-constexpr std::size_t kInitialCapacity = 1u << 12;
+// 16K slots (256 KiB): a replaced table costs a grace period (a membarrier), so
+// start large enough that a typical program never rebuilds it.
+constexpr std::size_t kInitialCapacity = 1u << 14;
 }
 
 PointerMap::Table* PointerMap::make_table(std::size_t capacity) {
