@@ -434,7 +434,7 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
   counters_.total_allocated[pool] += size;
   if (hit) ++counters_.num_hits; else ++counters_.num_misses;
 
-  update_peaks_locked();
+  note_peaks_slow(tc, pool);
   if (map_.has_retired()) synchronize_readers();
   if (recording) {
     b->alloc_time_ns = t0;
@@ -585,7 +585,7 @@ void CachingAllocator::free_slow(Block* b, bool lookup_failed, void* ptr) {
     b->stream_uses = nullptr;
     return_to_pool(b);
   }
-  update_peaks_locked();
+  note_peaks_slow(tc, pool);
   enforce_cache_limit();
 }
 

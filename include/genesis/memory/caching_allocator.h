@@ -238,7 +238,8 @@ class CachingAllocator {
   void reclaim_thread_caches(bool include_self);      // mutex held
   void synchronize_readers();                         // mutex held
   void enforce_cache_limit();
-  void update_peaks_locked();
+  void update_peaks_locked();  // exact sums over every thread cache
+  void note_peaks_slow(const detail::ThreadCache* tc, detail::PoolId pool);  // O(1), see allocator_stats.cpp
   std::int64_t thread_cached_total_locked() const;
   [[noreturn]] void throw_oom(std::size_t bytes, StreamId stream, const std::string& why);
   Block* new_block();
