@@ -50,6 +50,38 @@ struct PtrAdaptor {
   }
 };
 
+/// An "allocator" that only touches thread-local memory: a LIFO of 64
+/// buffers and two counters per thread, no shared state at all. Run through
+/// the same thread suite it shows how far this machine scales per-thread
+/// work (cores, hyper-threads, clock boost): the ceiling for any allocator's
+/// thread speedup.
+struct BaselineAdaptor {
+  struct Local {
+    void* stack[64];
+    int n = 0;
+    std::uint64_t allocs = 0, frees = 0;
+    alignas(64) char arena[64 * 64];
+    Local() {
+      for (int i = 0; i < 64; ++i) stack[n++] = arena + i * 64;
+    }
+  };
+  static Local& local() {
+    thread_local Local l;
+    return l;
+  }
+  void* alloc(std::size_t) {
+    Local& l = local();
+    ++l.allocs;
+    return l.stack[--l.n];
+  }
+  void free(void* p) {
+    Local& l = local();
+    ++l.frees;
+    l.stack[l.n++] = p;
+  }
+  void sync() {}
+};
+
 /// Handle API: allocate_block / free_block (no address lookup on free).
 struct BlockAdaptor {
   CachingAllocator* a;
@@ -248,6 +280,13 @@ int main(int argc, char** argv) {
 
   bool ok = true;
   for (const auto& n : names) ok = bench_upstream(n, cfg, rep, seq, seq_set) && ok;
+  if (cfg.wants("threads")) {
+    // The machine's own scaling ceiling (hot pattern only: mixed needs memory).
+    gb::Config c = cfg;
+    c.patterns = {"threads"};
+    const Labels labels = {{"allocator", "baseline"}, {"upstream", "none"}, {"api", "ptr"}, {"events", "off"}};
+    gb::run_thread_suite([](int) { return BaselineAdaptor{}; }, c, rep, labels, /*hot_only=*/true);
+  }
 
   rep.print_table();
   if (!cfg.json_path.empty()) {

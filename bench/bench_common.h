@@ -713,7 +713,7 @@ Timing run_threads(MakeWorker&& make_worker, int nthreads, bool mixed, std::uint
 /// the single-thread cost, which fixes the pairs per thread.
 template <class MakeWorker>
 void run_thread_suite(MakeWorker&& make_worker, const Config& cfg, Reporter& rep,
-                      const std::vector<std::pair<std::string, std::string>>& labels) {
+                      const std::vector<std::pair<std::string, std::string>>& labels, bool hot_only = false) {
   if (cfg.threads.empty()) return;
   std::vector<int> counts = cfg.threads;  // ascending, so that 1 thread (the base) comes first
   std::sort(counts.begin(), counts.end());
@@ -725,6 +725,7 @@ void run_thread_suite(MakeWorker&& make_worker, const Config& cfg, Reporter& rep
     set_seqs.push_back(MixedSequence::make(kMixedSeed + 1 + static_cast<std::uint64_t>(t), kMixedSteps, 64));
   }
   for (const int variant : {0, 1, 2}) {
+    if (hot_only && variant != 0) continue;
     const bool mixed = variant != 0;
     const char* name = variant == 0 ? "threads_hot" : variant == 1 ? "threads_mixed" : "threads_mixed_set";
     const std::vector<MixedSequence>& seqs = variant == 2 ? set_seqs : random_seqs;

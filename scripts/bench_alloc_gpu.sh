@@ -207,6 +207,8 @@ variant_cols = [
     ("pinned", {"allocator": "genesis", "upstream": "pinned", "api": "ptr", "events": "off"}),
     ("host", {"allocator": "genesis", "upstream": "host", "api": "ptr", "events": "off"}),
     ("sim", {"allocator": "genesis", "upstream": "sim", "api": "ptr", "events": "off"}),
+    ("no allocator (thread-local only: the machine's scaling ceiling)",
+     {"allocator": "baseline", "upstream": "none", "api": "ptr", "events": "off"}),
 ]
 
 env = os.environ
