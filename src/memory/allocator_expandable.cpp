@@ -45,7 +45,10 @@ Segment* CachingAllocator::expandable_segment(PoolId pool, StreamId stream) {
   seg->pool = pool;
   seg->stream = stream;
   seg->expandable = true;
-  seg->mapped.assign(va / page_size_, 0);
+  // seg->mapped grows with mapped_limit (ensure_mapped): a device-sized range
+  // has up to a million pages, and clearing them all would cost the first
+  // allocation ~0.1 ms.
+  seg->mapped.reserve(64);
   seg->last_used_ns = detail::coarse_now_ns();
   seg->next_seg = segments_;
   if (segments_ != nullptr) segments_->prev_seg = seg;
@@ -114,30 +117,28 @@ std::size_t CachingAllocator::release_free_pages(std::size_t at_least) {
   if (expandable_segments_.empty()) return 0;
   // Pages wholly inside free blocks (their neighbours may use the pages at
   // either end of a block).
-  struct Candidate {
-    Segment* seg;
-    std::size_t first, end;
-  };
-  std::vector<Candidate> candidates;
+  std::vector<ReleaseCandidate>& candidates = release_candidates_;  // reused: no allocation per call
+  candidates.clear();
   for (auto& index : free_) {
     index.for_each([&](Block* b) {
       Segment* seg = b->segment;
       if (!seg->expandable) return;
       const std::size_t first = (b->addr - seg->addr + page_size_ - 1) / page_size_;
       const std::size_t end = std::min(seg->mapped_limit, (b->addr + b->size - seg->addr) / page_size_);
-      if (first < end) candidates.push_back(Candidate{seg, first, end});
+      if (first < end) candidates.push_back(ReleaseCandidate{seg, first, end});
     });
   }
-  if (at_least != SIZE_MAX) {
-    // Highest addresses first: best fit breaks ties towards low addresses, so
-    // the cache near the bottom is the one most likely to be reused.
-    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-      return a.seg->addr + a.first > b.seg->addr + b.first;
-    });
-  }
+  // Highest addresses first: best fit breaks ties towards low addresses, so
+  // the cache near the bottom is the one most likely to be reused. A heap:
+  // usually one or two candidates cover what is needed.
+  auto lower = [this](const ReleaseCandidate& a, const ReleaseCandidate& b) {
+    return a.seg->addr + a.first * page_size_ < b.seg->addr + b.first * page_size_;
+  };
+  if (at_least != SIZE_MAX) std::make_heap(candidates.begin(), candidates.end(), lower);
   std::size_t released = 0;
-  for (const Candidate& c : candidates) {
-    if (released >= at_least) break;
+  for (auto top = candidates.end(); top != candidates.begin() && released < at_least;) {
+    if (at_least != SIZE_MAX) std::pop_heap(candidates.begin(), top, lower);
+    const ReleaseCandidate& c = *--top;
     std::size_t first = c.first;
     if (at_least != SIZE_MAX) {
       // Release the block's top pages only, as many as still needed.
@@ -154,6 +155,7 @@ bool CachingAllocator::ensure_mapped(Block* b, std::size_t bytes) {
   const std::size_t first = (b->addr - seg->addr) / page_size_;
   const std::size_t end = (b->addr + b->size - seg->addr + page_size_ - 1) / page_size_;
   if (end <= seg->mapped_limit && seg->holes == 0) return false;  // the common case once warm
+  if (seg->mapped.size() < end) seg->mapped.resize(std::max(end, 2 * seg->mapped.size()), 0);
   std::size_t need = 0;
   for (std::size_t i = first; i < end; ++i)
     if (!seg->mapped[i]) need += page_size_;

@@ -246,7 +246,8 @@ std::uintptr_t SimulatedDevice::reserve_address_range(std::size_t bytes) {
   next_virtual_ += bytes;
   Range r;
   r.size = bytes;
-  r.mapped.assign(bytes / kPageSize, 0);
+  // Flags grow as pages are mapped (a device-sized range has up to a million).
+  r.mapped.reserve(64);
   ranges_.emplace(addr, std::move(r));
   return addr;
 }
@@ -285,6 +286,7 @@ bool SimulatedDevice::map_pages(std::uintptr_t addr, std::size_t bytes) {
   Range* r = range_locked(addr, bytes, &base);
   GENESIS_CHECK(r != nullptr, "SimulatedDevice::map_pages: range is not inside one reserved range");
   const std::size_t first = (addr - base) / kPageSize, n = bytes / kPageSize;
+  if (r->mapped.size() < first + n) r->mapped.resize(std::max(first + n, 2 * r->mapped.size()), 0);
   for (std::size_t i = first; i < first + n; ++i)
     GENESIS_CHECK(!r->mapped[i], "SimulatedDevice::map_pages: page already mapped");
   if (fail_next_ > 0) {
@@ -316,7 +318,7 @@ void SimulatedDevice::unmap_pages(std::uintptr_t addr, std::size_t bytes) noexce
   }
   const std::size_t first = (addr - base) / kPageSize, n = bytes / kPageSize;
   for (std::size_t i = first; i < first + n; ++i) {
-    if (!r->mapped[i]) {
+    if (i >= r->mapped.size() || !r->mapped[i]) {
       ++num_misuses_;
       continue;
     }

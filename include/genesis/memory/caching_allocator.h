@@ -296,6 +296,11 @@ class CachingAllocator {
   std::int64_t retired_requested_[detail::kNumPools] = {}, retired_total_allocated_[detail::kNumPools] = {};
   std::vector<std::unique_ptr<detail::EventRing>> retired_rings_;
   std::vector<detail::Segment*> expandable_segments_;
+  struct ReleaseCandidate {
+    detail::Segment* seg;
+    std::size_t first, end;  // pages wholly inside a free block
+  };
+  std::vector<ReleaseCandidate> release_candidates_;  // scratch of release_free_pages
   std::int64_t mapped_high_water_ = 0;  // highest reserved total so far (Note [Expandable segments])
   std::size_t memory_limit_ = SIZE_MAX;
   std::size_t total_capacity_ = 0;

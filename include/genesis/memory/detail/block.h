@@ -74,7 +74,8 @@ struct Segment {
   Segment* next_seg = nullptr;
   // Expandable segments (Note [Expandable segments]): `size` is reserved
   // address space; mapped[i] says whether page i has physical memory.
-  //   mapped_bytes == page_size * count(mapped[i]);  mapped[i] == 0 for i >= mapped_limit.
+  //   mapped_bytes == page_size * count(mapped[i]);  mapped[i] == 0 for i >= mapped_limit;
+  //   mapped.size() >= mapped_limit (it grows on demand, not to the range's size).
   bool expandable = false;
   std::vector<std::uint8_t> mapped;
   std::size_t mapped_bytes = 0;
