@@ -115,6 +115,13 @@ std::size_t CachingAllocator::unmap_range(Segment* seg, std::size_t first, std::
 
 std::size_t CachingAllocator::release_free_pages(std::size_t at_least) {
   if (expandable_segments_.empty()) return 0;
+  // Free blocks can hold a whole mapped page only if reserved memory exceeds
+  // what is out of the pool by a page: while a program grows (every new page
+  // is a new peak) that is rarely so, and the scan below is skipped.
+  const std::int64_t slack = counters_.reserved[0] + counters_.reserved[1] -
+                             out_bytes_total_.load(std::memory_order_relaxed) - counters_.pending_bytes[0] -
+                             counters_.pending_bytes[1];
+  if (slack < static_cast<std::int64_t>(page_size_)) return 0;
   // Pages wholly inside free blocks (their neighbours may use the pages at
   // either end of a block).
   std::vector<ReleaseCandidate>& candidates = release_candidates_;  // reused: no allocation per call
