@@ -39,30 +39,12 @@ Segment* CachingAllocator::expandable_segment(PoolId pool, StreamId stream) {
   const std::size_t va = (total + page_size_ - 1) / page_size_ * page_size_;
   const std::uintptr_t addr = upstream_->reserve_address_range(va);
   if (addr == 0) return nullptr;  // caller falls back to classic segments
-  auto* seg = new Segment;
-  seg->addr = addr;
-  seg->size = va;
-  seg->pool = pool;
-  seg->stream = stream;
-  seg->expandable = true;
+  Segment* seg = add_segment(addr, va, pool, stream, /*expandable=*/true);
   // seg->mapped grows with mapped_limit (ensure_mapped): a device-sized range
   // has up to a million pages, and clearing them all would cost the first
   // allocation ~0.1 ms.
   seg->mapped.reserve(64);
-  seg->last_used_ns = detail::coarse_now_ns();
-  seg->next_seg = segments_;
-  if (segments_ != nullptr) segments_->prev_seg = seg;
-  segments_ = seg;
   expandable_segments_.push_back(seg);
-  Block* b = new_block();
-  b->addr = addr;
-  b->size = va;
-  b->segment = seg;
-  b->pool = pool;
-  b->stream = stream;
-  seg->first = b;
-  map_.insert(b->addr, b);
-  index_insert(b);
   ++counters_.segments[pool];
   return seg;
 }

@@ -488,24 +488,8 @@ Block* CachingAllocator::grow(PoolId pool, std::size_t rounded, StreamId stream,
     }
   }
 
-  auto* seg = new Segment;
-  seg->addr = reinterpret_cast<std::uintptr_t>(p);
-  seg->size = seg_size;
-  seg->pool = pool;
-  seg->stream = stream;
-  seg->last_used_ns = detail::coarse_now_ns();
-  seg->next_seg = segments_;
-  if (segments_ != nullptr) segments_->prev_seg = seg;
-  segments_ = seg;
-  Block* b = new_block();
-  b->addr = seg->addr;
-  b->size = seg_size;
-  b->segment = seg;
-  b->pool = pool;
-  b->stream = stream;
-  seg->first = b;
-  map_.insert(b->addr, b);
-  index_insert(b);
+  Segment* seg = add_segment(reinterpret_cast<std::uintptr_t>(p), seg_size, pool, stream, /*expandable=*/false);
+  Block* b = seg->first;
   counters_.reserved[pool] += static_cast<std::int64_t>(seg_size);
   counters_.reserved_allocated[pool] += static_cast<std::int64_t>(seg_size);
   ++counters_.segments[pool];
@@ -514,6 +498,31 @@ Block* CachingAllocator::grow(PoolId pool, std::size_t rounded, StreamId stream,
     record_event(nullptr, EventAction::kSegmentAlloc, seg->addr, seg_size, seg_size, stream, 0, false);
   }
   return take_block(b, rounded);
+}
+
+Segment* CachingAllocator::add_segment(std::uintptr_t addr, std::size_t size, PoolId pool, StreamId stream,
+                                      bool expandable) {
+  auto* seg = new Segment;
+  seg->addr = addr;
+  seg->size = size;
+  seg->pool = pool;
+  seg->stream = stream;
+  seg->expandable = expandable;
+  seg->last_used_ns = detail::coarse_now_ns();
+  seg->next_seg = segments_;
+  if (segments_ != nullptr) segments_->prev_seg = seg;
+  segments_ = seg;
+  // One free block covers the new segment.
+  Block* b = new_block();
+  b->addr = addr;
+  b->size = size;
+  b->segment = seg;
+  b->pool = pool;
+  b->stream = stream;
+  seg->first = b;
+  map_.insert(b->addr, b);
+  index_insert(b);
+  return seg;
 }
 
 // ---------------------------------------------------------------------------

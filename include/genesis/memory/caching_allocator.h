@@ -219,6 +219,9 @@ class CachingAllocator {
   Block* find_free_block(detail::PoolId pool, std::size_t rounded, StreamId stream);
   Block* take_block(Block* b, std::size_t rounded);   // split, mark allocated
   Block* grow(detail::PoolId pool, std::size_t rounded, StreamId stream, std::size_t bytes);
+  // A new segment, linked in, with one free block covering it (indexed).
+  detail::Segment* add_segment(std::uintptr_t addr, std::size_t size, detail::PoolId pool, StreamId stream,
+                               bool expandable);
   // Expandable segments (allocator_expandable.cpp).
   detail::Segment* expandable_segment(detail::PoolId pool, StreamId stream);
   bool ensure_mapped(Block* b, std::size_t bytes);  // true if pages were mapped; may throw OOM
