@@ -62,6 +62,11 @@
 #include <utility>
 #include <vector>
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 namespace genesis_bench {
 
 using Clock = std::chrono::steady_clock;
@@ -626,6 +631,33 @@ Result run_mixed(A& a, const MixedSequence& seq, const Config& cfg,
 /// wall time per pair over all threads (median over repetitions).
 /// Throws std::runtime_error if a worker failed.
 template <class MakeWorker>
+/// Pins the calling thread to CPU `cpu` (modulo the CPUs this process may
+/// use), so that thread-scaling figures do not depend on where the scheduler
+/// happens to move threads. Same for every allocator measured. No-op where
+/// unsupported.
+inline void pin_to_cpu(int cpu) {
+#if defined(__linux__)
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  const int n = CPU_COUNT(&allowed);
+  if (n <= 0) return;
+  int want = cpu % n, seen = 0;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &allowed)) continue;
+    if (seen++ == want) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(c, &one);
+      (void)pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+      return;
+    }
+  }
+#else
+  (void)cpu;
+#endif
+}
+
 Timing run_threads(MakeWorker&& make_worker, int nthreads, bool mixed, std::uint64_t pairs, int reps,
                    const std::vector<MixedSequence>& seqs) {
   std::barrier<> bar(nthreads + 1);
@@ -639,6 +671,7 @@ Timing run_threads(MakeWorker&& make_worker, int nthreads, bool mixed, std::uint
   threads.reserve(static_cast<std::size_t>(nthreads));
   for (int tid = 0; tid < nthreads; ++tid) {
     threads.emplace_back([&, tid] {
+      pin_to_cpu(tid);
       bool ok = true;
       const std::uint64_t warm = std::max<std::uint64_t>(pairs / 10, 16);
       auto body = [&](auto& w) {
