@@ -625,12 +625,6 @@ Result run_mixed(A& a, const MixedSequence& seq, const Config& cfg,
   return r;
 }
 
-/// Runs `nthreads` threads, each with its own adaptor from make_worker(tid)
-/// (created on that thread), in lockstep: warm-up, then per repetition a
-/// start barrier, `pairs` pairs of the pattern, an end barrier. Returns the
-/// wall time per pair over all threads (median over repetitions).
-/// Throws std::runtime_error if a worker failed.
-template <class MakeWorker>
 /// Pins the calling thread to CPU `cpu` (modulo the CPUs this process may
 /// use), so that thread-scaling figures do not depend on where the scheduler
 /// happens to move threads. Same for every allocator measured. No-op where
@@ -658,6 +652,12 @@ inline void pin_to_cpu(int cpu) {
 #endif
 }
 
+/// Runs `nthreads` threads, each with its own adaptor from make_worker(tid)
+/// (created on that thread), in lockstep: warm-up, then per repetition a
+/// start barrier, `pairs` pairs of the pattern, an end barrier. Returns the
+/// wall time per pair over all threads (median over repetitions).
+/// Throws std::runtime_error if a worker failed.
+template <class MakeWorker>
 Timing run_threads(MakeWorker&& make_worker, int nthreads, bool mixed, std::uint64_t pairs, int reps,
                    const std::vector<MixedSequence>& seqs) {
   std::barrier<> bar(nthreads + 1);
