@@ -625,9 +625,11 @@ Result run_mixed(A& a, const MixedSequence& seq, const Config& cfg,
   return r;
 }
 
-/// Pins the calling thread to CPU `cpu` (modulo the CPUs this process may
-/// use), so that thread-scaling figures do not depend on where the scheduler
-/// happens to move threads. Same for every allocator measured. No-op where
+/// Pins the calling thread to the `cpu`-th CPU counted from the top of the
+/// CPUs this process may use (modulo their number), so that thread-scaling
+/// figures do not depend on where the scheduler happens to move threads, and
+/// stay off CPU 0, where interrupts and unpinned helper threads (the CUDA
+/// driver's) tend to run. Same for every allocator measured. No-op where
 /// unsupported.
 inline void pin_to_cpu(int cpu) {
 #if defined(__linux__)
@@ -636,7 +638,7 @@ inline void pin_to_cpu(int cpu) {
   if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
   const int n = CPU_COUNT(&allowed);
   if (n <= 0) return;
-  int want = cpu % n, seen = 0;
+  int want = n - 1 - cpu % n, seen = 0;
   for (int c = 0; c < CPU_SETSIZE; ++c) {
     if (!CPU_ISSET(c, &allowed)) continue;
     if (seen++ == want) {
