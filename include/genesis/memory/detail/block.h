@@ -30,26 +30,28 @@ struct Segment;
 // block arena, and the hot path writes a block it hands out (state,
 // requested size): sharing a line between threads would serialise them.
 struct alignas(64) Block {
+  // First cache line: everything the hot path reads or writes.
   std::uintptr_t addr = 0;
   std::size_t size = 0;        // rounded size; invariant: multiple of 512
+  StreamId stream = 0;         // stream the block was allocated on
+  Block* cache_next = nullptr; // link in a thread-cache bin or the block arena free list
+  std::vector<StreamId>* stream_uses = nullptr;  // other streams (record_stream); rare, so out of line
+  // Written by the owning thread on the hot path and read by snapshots and
+  // double-free checks from other threads: relaxed atomics (plain moves on x86).
+  std::atomic<std::size_t> requested{0};        // bytes the user asked for (valid while allocated)
+  std::atomic<const char*> location{nullptr};   // allocation context (ScopedAllocationContext)
+  std::atomic<BlockState> state{BlockState::kFree};
+  PoolId pool = kSmallPool;
+  bool split_counted = false;  // counted in inactive_split statistics while kFree
+  int pending_events = 0;      // events still outstanding while kPending
+  // Second line: the pool's structure (slow path only).
   Segment* segment = nullptr;
   Block* prev = nullptr;       // address-ordered neighbours inside the segment
   Block* next = nullptr;
-  StreamId stream = 0;         // stream the block was allocated on
-  Block* cache_next = nullptr; // link in a thread-cache bin or the block arena free list
   Block* free_prev = nullptr;  // links in a FreeIndex size-class list (while kFree)
   Block* free_next = nullptr;
   void* free_owner = nullptr;  // the FreeIndex per-stream table holding it (while kFree)
   std::uint64_t alloc_time_ns = 0;  // set only while event recording is on
-  std::vector<StreamId>* stream_uses = nullptr;  // other streams (record_stream); rare, so out of line
-  int pending_events = 0;      // events still outstanding while kPending
-  PoolId pool = kSmallPool;
-  bool split_counted = false;  // counted in inactive_split statistics while kFree
-  // Written by the owning thread on the hot path and read by snapshots and
-  // double-free checks from other threads: relaxed atomics (plain moves on x86).
-  std::atomic<BlockState> state{BlockState::kFree};
-  std::atomic<std::size_t> requested{0};        // bytes the user asked for (valid while allocated)
-  std::atomic<const char*> location{nullptr};   // allocation context (ScopedAllocationContext)
 
   void* ptr() const noexcept { return reinterpret_cast<void*>(addr); }
   BlockState load_state() const noexcept { return state.load(std::memory_order_relaxed); }
