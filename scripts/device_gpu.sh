@@ -160,6 +160,8 @@ if [[ -x "$BUILD/genesis-mem" && -f $TRACE ]]; then
   else
     echo "torch_replay_bench not built" | tee -a "$OUT/replay.log"
   fi
+  # What the VMM calls cost per chunk size (behind the expandable page size).
+  if [[ -x "$BUILD/vmm_bench" ]]; then "$BUILD/vmm_bench" 2>&1 | tee -a "$OUT/replay.log" || ok=0; fi
   if [[ $ok -eq 1 ]]; then record replay PASS; else record replay FAIL "see replay.log"; fi
 else
   echo "genesis-mem or the trace is missing" | tee -a "$OUT/replay.log"
