@@ -98,7 +98,7 @@ class UpstreamResource {
   virtual bool supports_virtual_memory() const noexcept { return false; }
   /// True when mapping a page costs about as little as a pool operation, so
   /// that expandable segments are the better default (Expandable::kAuto).
-  /// False on CUDA: each physical page costs the driver ~35 us there (measured
+  /// False on CUDA: each physical page costs the driver ~30 us to map there (measured
   /// on an H200, 2026-11-21), which a training loop amortises but an
   /// allocation-heavy program with ever-new sizes does not; it opts in.
   virtual bool cheap_page_mapping() const noexcept { return false; }
