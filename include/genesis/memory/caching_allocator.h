@@ -13,7 +13,10 @@
 //     (no shared lock, no atomic read-modify-write); misses take the slow path
 //     under one mutex per allocator;
 //   - when the upstream refuses, cached memory is released and the request
-//     retried; then OutOfMemoryError explains the situation.
+//     retried; then OutOfMemoryError explains the situation;
+//   - optionally (AllocatorOptions::expandable_segments), segments are
+//     address ranges whose pages are mapped on demand and unmapped when free
+//     (Note [Expandable segments] in allocator_expandable.cpp).
 //
 // Thread safety: every public member may be called from any thread.
 // Stream semantics: a block allocated on stream S may be used by work queued
