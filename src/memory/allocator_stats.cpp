@@ -80,6 +80,21 @@ static Current current_values(const std::vector<ThreadCache*>& caches, const std
   return c;
 }
 
+// Raises every peak to at least the current value.
+template <typename PeaksT>
+static void fold_peaks(PeaksT& peaks, const Current& c) {
+  for (int i = 0; i < 3; ++i) {
+    peaks.allocated[i] = std::max(peaks.allocated[i], c.allocated[i]);
+    peaks.reserved[i] = std::max(peaks.reserved[i], c.reserved[i]);
+    peaks.active[i] = std::max(peaks.active[i], c.active[i]);
+    peaks.requested[i] = std::max(peaks.requested[i], c.requested[i]);
+    peaks.cached[i] = std::max(peaks.cached[i], c.cached[i]);
+    peaks.segments[i] = std::max(peaks.segments[i], c.segments[i]);
+    peaks.allocations[i] = std::max(peaks.allocations[i], c.allocations[i]);
+    peaks.inactive_split[i] = std::max(peaks.inactive_split[i], c.inactive[i]);
+  }
+}
+
 #define GENESIS_CURRENT_VALUES()                                                                        \
   ([&] {                                                                                               \
     std::int64_t out_pool[detail::kNumPools];                                                          \
@@ -88,43 +103,18 @@ static Current current_values(const std::vector<ThreadCache*>& caches, const std
                           retired_total_allocated_);                                                   \
   }())
 
-// Runs on every slow-path allocation and free: one pass over the thread
-// caches reading the few counters peaks need, nothing else.
+// At thread exit (retire_thread_cache): folds the exact sums over every
+// thread cache into the peaks, and moves the exited thread's share into the
+// hot path's bases.
 void CachingAllocator::update_peaks_locked() {
-  std::int64_t cached[detail::kNumPools] = {}, requested[detail::kNumPools] = {};
-  std::int64_t allocs[detail::kNumPools] = {}, frees[detail::kNumPools] = {};
-  for (const ThreadCache* tc : caches_) {
-    for (int p = 0; p < detail::kNumPools; ++p) {
-      cached[p] += tc->cached_bytes[p].get();
-      requested[p] += tc->requested_delta[p].get();
-      allocs[p] += tc->num_allocs[p].get();
-      frees[p] += tc->num_frees[p].get();
-    }
-  }
-  std::int64_t v[8][3];  // allocated, reserved, active, requested, cached, segments, allocations, inactive
-  for (int p = 0; p < detail::kNumPools; ++p) {
-    const int i = 1 + p;
-    v[0][i] = out_bytes_pool_[p].load(std::memory_order_relaxed) - cached[p];
-    v[1][i] = counters_.reserved[p];
-    v[2][i] = v[0][i] + counters_.pending_bytes[p];
-    v[3][i] = counters_.requested[p] + requested[p] + retired_requested_[p];
-    v[4][i] = v[1][i] - v[0][i];
-    v[5][i] = counters_.segments[p];
-    v[6][i] = counters_.num_allocs[p] + allocs[p] + retired_allocs_[p] - counters_.num_frees[p] - frees[p] -
-              retired_frees_[p];
-    v[7][i] = counters_.inactive_split_bytes[p];
-  }
-  for (auto& row : v) row[0] = row[1] + row[2];
-  // The hot path's bases (see note_alloc_hot).
-  for (int p = 0; p < detail::kNumPools; ++p) {
-    base_requested_[p].store(counters_.requested[p] + retired_requested_[p], std::memory_order_relaxed);
-    base_live_[p].store(counters_.num_allocs[p] + retired_allocs_[p] - counters_.num_frees[p] - retired_frees_[p],
-                        std::memory_order_relaxed);
-  }
-  std::int64_t* peaks[8] = {peaks_.allocated, peaks_.reserved, peaks_.active, peaks_.requested,
-                            peaks_.cached, peaks_.segments, peaks_.allocations, peaks_.inactive_split};
-  for (int k = 0; k < 8; ++k)
-    for (int i = 0; i < 3; ++i) peaks[k][i] = std::max(peaks[k][i], v[k][i]);
+  fold_peaks(peaks_, GENESIS_CURRENT_VALUES());
+  for (int p = 0; p < detail::kNumPools; ++p) store_hot_bases(static_cast<detail::PoolId>(p));
+}
+
+void CachingAllocator::store_hot_bases(detail::PoolId p) {
+  base_requested_[p].store(counters_.requested[p] + retired_requested_[p], std::memory_order_relaxed);
+  base_live_[p].store(counters_.num_allocs[p] + retired_allocs_[p] - counters_.num_frees[p] - retired_frees_[p],
+                      std::memory_order_relaxed);
 }
 
 // The slow path's peaks: the hot path's candidates (Note [Statistics]) for
@@ -133,11 +123,9 @@ void CachingAllocator::update_peaks_locked() {
 // allocation. Exact for one thread, like the hot path; stats() and thread
 // exits fold in exact sums (update_peaks_locked).
 void CachingAllocator::note_peaks_slow(const ThreadCache* tc, detail::PoolId p) {
-  const std::int64_t req_base = counters_.requested[p] + retired_requested_[p];
-  const std::int64_t live_base =
-      counters_.num_allocs[p] + retired_allocs_[p] - counters_.num_frees[p] - retired_frees_[p];
-  base_requested_[p].store(req_base, std::memory_order_relaxed);
-  base_live_[p].store(live_base, std::memory_order_relaxed);
+  store_hot_bases(p);
+  const std::int64_t req_base = base_requested_[p].load(std::memory_order_relaxed);
+  const std::int64_t live_base = base_live_[p].load(std::memory_order_relaxed);
   const int q = 1 - p;  // the other pool, unchanged by this call
   auto own = [&](const detail::OwnedCounter* c, int pool) { return tc != nullptr ? c[pool].get() : 0; };
   const std::int64_t alloc_p = out_bytes_pool_[p].load(std::memory_order_relaxed) -
@@ -185,14 +173,9 @@ MemoryStats CachingAllocator::stats_locked() const {
       peaks_.requested[i] = std::max(peaks_.requested[i], tc->peak_requested_candidate[i].get());
       peaks_.allocations[i] = std::max(peaks_.allocations[i], tc->peak_count_candidate[i].get());
     }
-    // Fold what this read observes into the peaks (monotone across reads).
     peaks_.allocated[i] = peak_alloc[i];
-    peaks_.requested[i] = std::max(peaks_.requested[i], c.requested[i]);
-    peaks_.active[i] = std::max(peaks_.active[i], c.active[i]);
-    peaks_.cached[i] = std::max(peaks_.cached[i], c.cached[i]);
-    peaks_.allocations[i] = std::max(peaks_.allocations[i], c.allocations[i]);
-    peaks_.inactive_split[i] = std::max(peaks_.inactive_split[i], c.inactive[i]);
   }
+  fold_peaks(peaks_, c);  // what this read observes (monotone across reads)
   for (int i = 0; i < 3; ++i) {
     auto set = [&](Stat& st, std::int64_t cur, std::int64_t peak) {
       st.current = cur;

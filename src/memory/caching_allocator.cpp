@@ -124,7 +124,7 @@ ThreadCache* CachingAllocator::thread_cache_slow() noexcept {
   if (!options_.thread_cache || generation_ == detail::AllocatorRegistry::kNoSlot) return nullptr;
   ThreadCache* tc = nullptr;
   try {
-    tc = new ThreadCache(detail::this_thread_number(), options_.event_capacity_per_thread);
+    tc = new ThreadCache(detail::this_thread_number());
     Lock lock(mutex_);
     if (recording_.load(std::memory_order_relaxed)) {
       tc->ring_owner = std::make_unique<detail::EventRing>(options_.event_capacity_per_thread);
@@ -177,7 +177,6 @@ void CachingAllocator::flush_thread_cache(ThreadCache* tc, int only_pool, const 
         out_bytes_pool_[b->pool].store(out_bytes_pool_[b->pool].load(std::memory_order_relaxed) - size,
                                        std::memory_order_relaxed);
         out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - size, std::memory_order_relaxed);
-        --counters_.out_blocks[b->pool];
         return_to_pool(b, /*touch=*/false);  // parked since its free: not a new use
       }
       list.count = 0;
@@ -301,6 +300,11 @@ Block* CachingAllocator::find_free_block(PoolId pool, std::size_t rounded, Strea
 
 Block* CachingAllocator::take_block(Block* b, std::size_t rounded) {
   index_erase(b);
+  // Out of the index means out of the pool: a block still marked kFree here
+  // would be merged into a neighbour that returns to the pool before the
+  // caller is done with it (expandable segments' out-of-memory recovery
+  // returns blocks while the taken one waits for its pages).
+  b->set_state(BlockState::kAllocated);
   const std::size_t remaining = b->size - rounded;
   // Classic large segments keep small remainders attached (they could not
   // serve a large request); in an expandable segment the remainder's pages
@@ -406,17 +410,8 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
   }
   if (b != nullptr) {
     b = take_block(b, rounded);
-    if (b->segment->expandable) {
-      // b is out of the free index but still marked kFree. ensure_mapped's
-      // out-of-memory recovery returns other blocks to the pool (pending
-      // events, reclaimed thread caches), and a neighbour returning there
-      // would merge with a "free" b and delete it: allocate() then returned
-      // nullptr and the free index was corrupted (found by
-      // AllocatorStress.SimulatedDeviceUnderMemoryPressureExpandable). Mark it
-      // taken first; on failure ensure_mapped gives it back to the pool.
-      b->set_state(BlockState::kAllocated);
-      if (ensure_mapped(b, bytes)) hit = false;  // throws OutOfMemoryError
-    }
+    // On failure ensure_mapped gives b back to the pool and throws.
+    if (b->segment->expandable && ensure_mapped(b, bytes)) hit = false;
   } else {
     b = grow(pool, rounded, stream, bytes);  // throws OutOfMemoryError
     hit = false;
@@ -424,11 +419,9 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
 
   b->set_requested(bytes);
   b->set_location(detail::tls_allocation_context);
-  b->set_state(BlockState::kAllocated);
   const std::int64_t size = static_cast<std::int64_t>(b->size);
   out_bytes_pool_[pool].store(out_bytes_pool_[pool].load(std::memory_order_relaxed) + size, std::memory_order_relaxed);
   out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) + size, std::memory_order_relaxed);
-  ++counters_.out_blocks[pool];
   ++counters_.num_allocs[pool];
   counters_.requested[pool] += static_cast<std::int64_t>(bytes);
   counters_.total_allocated[pool] += size;
@@ -575,7 +568,6 @@ void CachingAllocator::free_slow(Block* b, bool lookup_failed, void* ptr) {
 
   out_bytes_pool_[pool].store(out_bytes_pool_[pool].load(std::memory_order_relaxed) - size, std::memory_order_relaxed);
   out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - size, std::memory_order_relaxed);
-  --counters_.out_blocks[pool];
 
   if (!events.empty()) {
     // Note: the block is reusable on its own stream only after the work on

@@ -2,7 +2,7 @@
 
 namespace genesis::memory::detail {
 
-ThreadCache::ThreadCache(std::uint32_t thread_number_in, std::size_t /*event_capacity*/)
+ThreadCache::ThreadCache(std::uint32_t thread_number_in)
     : thread_number(thread_number_in) {
   streams[0] = std::make_unique<StreamCache>();
   streams[0]->stream = 0;

@@ -124,28 +124,27 @@ SharedStorage::SharedStorage(std::vector<int64_t> shape, DType dtype, std::optio
   GENESIS_THROW(InvalidArgumentError, "SharedStorage: could not find an unused shared memory name");
 }
 
-SharedStorage SharedStorage::create(const std::string& name, std::vector<int64_t> shape, DType dtype,
-                                    bool auto_unlink) {
+SharedStorage SharedStorage::open_named(const std::string& name, std::vector<int64_t> shape, DType dtype,
+                                        bool create) {
   SharedStorage s;
   s.shape_ = std::move(shape);
   s.dtype_ = dtype;
   s.nbytes_ = detail::checked_nbytes(s.shape_, dtype, "SharedStorage");
   validate_name(name);
   s.name_ = name;
-  s.open_and_map(/*create=*/true, /*soft=*/false);
+  s.open_and_map(create, /*soft=*/false);
+  return s;
+}
+
+SharedStorage SharedStorage::create(const std::string& name, std::vector<int64_t> shape, DType dtype,
+                                    bool auto_unlink) {
+  SharedStorage s = open_named(name, std::move(shape), dtype, /*create=*/true);
   s.auto_unlink_ = auto_unlink;
   return s;
 }
 
 SharedStorage SharedStorage::attach(const std::string& name, std::vector<int64_t> shape, DType dtype) {
-  SharedStorage s;
-  s.shape_ = std::move(shape);
-  s.dtype_ = dtype;
-  s.nbytes_ = detail::checked_nbytes(s.shape_, dtype, "SharedStorage");
-  validate_name(name);
-  s.name_ = name;
-  s.open_and_map(/*create=*/false, /*soft=*/false);
-  return s;
+  return open_named(name, std::move(shape), dtype, /*create=*/false);
 }
 
 SharedStorage::SharedStorage(SharedStorage&& other) noexcept

@@ -179,7 +179,6 @@ class CachingAllocator {
     std::int64_t segments[detail::kNumPools] = {};
     std::int64_t inactive_split_bytes[detail::kNumPools] = {};
     std::int64_t inactive_split_count[detail::kNumPools] = {};
-    std::int64_t out_blocks[detail::kNumPools] = {};   // blocks Allocated or ThreadCached
     std::int64_t num_allocs[detail::kNumPools] = {};
     std::int64_t num_frees[detail::kNumPools] = {};
     std::int64_t requested[detail::kNumPools] = {};
@@ -244,8 +243,9 @@ class CachingAllocator {
   void reclaim_thread_caches(bool include_self);      // mutex held
   void synchronize_readers();                         // mutex held
   void enforce_cache_limit();
-  void update_peaks_locked();  // exact sums over every thread cache
+  void update_peaks_locked();  // exact sums over every thread cache (thread exit)
   void note_peaks_slow(const detail::ThreadCache* tc, detail::PoolId pool);  // O(1), see allocator_stats.cpp
+  void store_hot_bases(detail::PoolId pool);  // base_requested_/base_live_ from the pool's counters
   std::int64_t thread_cached_total_locked() const;
   [[noreturn]] void throw_oom(std::size_t bytes, StreamId stream, const std::string& why);
   Block* new_block();
@@ -255,7 +255,6 @@ class CachingAllocator {
   void record_event_hot_alloc(detail::ThreadCache* tc, Block* b, std::size_t bytes) noexcept;
   void record_event_hot_free(detail::ThreadCache* tc, Block* b) noexcept;
   void retire_thread_cache(detail::ThreadCache* tc);  // thread exit
-  friend void detail_release_thread_caches_at_exit() noexcept;
   friend struct ThreadExitHook;
   MemoryStats stats_locked() const;
   std::size_t segment_size_for(detail::PoolId pool, std::size_t rounded) const noexcept;

@@ -99,6 +99,8 @@ class SharedStorage {
   // when `create` hit EEXIST or an attach hit ENOENT and `soft` is set, so
   // that the constructors can retry the other way.
   bool open_and_map(bool create, bool soft);
+  // create() and attach(): a named segment, created or opened.
+  static SharedStorage open_named(const std::string& name, std::vector<int64_t> shape, DType dtype, bool create);
   // What the destructor does: close, then unlink if owner with auto-unlink.
   void release() noexcept;
 

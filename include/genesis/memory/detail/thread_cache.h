@@ -123,7 +123,7 @@ struct alignas(64) StreamCache {
 // call) never share a line.
 class alignas(64) ThreadCache {
  public:
-  ThreadCache(std::uint32_t thread_number, std::size_t event_capacity);
+  explicit ThreadCache(std::uint32_t thread_number);
 
   // Handshake flags: see Note [Thread cache handshake].
   std::atomic<std::uint32_t> active{0};
