@@ -393,25 +393,40 @@ std::vector<SegmentInfo> CachingAllocator::snapshot() const {
   return out;
 }
 
+namespace {
+
+AllocationInfo allocation_info_of(const Block& b) {
+  AllocationInfo a;
+  a.address = b.addr;
+  a.size = b.size;
+  a.requested = b.get_requested();
+  a.stream = b.stream;
+  if (b.get_location() != nullptr) {
+    a.location = b.get_location();
+  } else {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "0x%" PRIxPTR, b.addr);
+    a.location = buf;
+  }
+  return a;
+}
+
+}  // namespace
+
+std::optional<AllocationInfo> CachingAllocator::allocation_info(const void* ptr) const {
+  Lock lock(mutex_);
+  const Block* b = map_.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (b == nullptr || b->load_state() != BlockState::kAllocated) return std::nullopt;
+  return allocation_info_of(*b);
+}
+
 std::vector<AllocationInfo> CachingAllocator::large_allocations(std::size_t min_size) const {
   std::vector<AllocationInfo> out;
   Lock lock(mutex_);
   for (const Segment* seg = segments_; seg != nullptr; seg = seg->next_seg) {
     for (const Block* b = seg->first; b != nullptr; b = b->next) {
       if (b->load_state() != BlockState::kAllocated || b->size < min_size) continue;
-      AllocationInfo a;
-      a.address = b->addr;
-      a.size = b->size;
-      a.requested = b->get_requested();
-      a.stream = b->stream;
-      if (b->get_location() != nullptr) {
-        a.location = b->get_location();
-      } else {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "0x%" PRIxPTR, b->addr);
-        a.location = buf;
-      }
-      out.push_back(std::move(a));
+      out.push_back(allocation_info_of(*b));
     }
   }
   std::sort(out.begin(), out.end(), [](const AllocationInfo& a, const AllocationInfo& b) {

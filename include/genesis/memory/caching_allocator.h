@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -117,6 +118,10 @@ class CachingAllocator {
   bool owns(const void* ptr) const noexcept;
   /// Rounded size of the live allocation at `ptr`; throws if not owned.
   std::size_t allocation_size(const void* ptr) const;
+  /// The live allocation at `ptr` (size, requested size, stream, location);
+  /// std::nullopt when `ptr` is not the start of one. What storage-level
+  /// tracking reads instead of keeping books of its own.
+  std::optional<AllocationInfo> allocation_info(const void* ptr) const;
 
   // --- statistics ----------------------------------------------------------
   MemoryStats stats() const;

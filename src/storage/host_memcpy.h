@@ -1,0 +1,12 @@
+// Private: the thread-pooled host memcpy behind parallel_memcpy.
+#pragma once
+
+#include <cstddef>
+
+namespace genesis::storage_detail {
+
+/// memcpy on up to `threads` threads (0 = automatic); small copies stay on
+/// the calling thread. No overlap check (callers guarantee it).
+void memcpy_threads(void* dst, const void* src, std::size_t nbytes, int threads);
+
+}  // namespace genesis::storage_detail
