@@ -23,6 +23,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
   pybind11-dev python3-dev python3-numpy python3-pytest
   clang-14 libclang-rt-14-dev
+  libopenblas-dev
 )
 
 log() { printf '\n==> %s\n' "$*"; }

@@ -1,0 +1,111 @@
+// Element-wise operations, reductions and matmul as free functions (SPEC T3).
+//
+// Element-wise operations broadcast their operands (NumPy rule) and compute
+// in the promoted dtype (Note [Type promotion] in tensor/promotion.h). A
+// `_out` form writes into `out` without allocating when out already has the
+// result's shape (its dtype must be able to hold the result, can_cast; it
+// is resized - reallocated - otherwise, like PyTorch's out= with a warning
+// there). Every function throws InvalidArgumentError for operands on
+// different devices or shapes that do not broadcast, TypeMismatchError for
+// a dtype the operation does not accept.
+#pragma once
+
+#include "genesis/tensor/tensor.h"
+
+namespace genesis {
+
+Tensor add(const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor sub(const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor mul(const TensorOrScalar& a, const TensorOrScalar& b);
+/// True division: integer operands give float32.
+Tensor div(const TensorOrScalar& a, const TensorOrScalar& b);
+/// Python's // and % (floor division; the remainder takes the divisor's sign).
+Tensor floor_divide(const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor remainder(const TensorOrScalar& a, const TensorOrScalar& b);
+/// Integer tensors to a negative integer Scalar power: InvalidArgumentError
+/// (as PyTorch).
+Tensor pow(const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor eq(const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor ne(const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor lt(const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor le(const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor gt(const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor ge(const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor logical_and(const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor logical_or(const TensorOrScalar& a, const TensorOrScalar& b);
+
+Tensor& add_out(Tensor& out, const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor& sub_out(Tensor& out, const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor& mul_out(Tensor& out, const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor& div_out(Tensor& out, const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor& pow_out(Tensor& out, const TensorOrScalar& a, const TensorOrScalar& b);
+
+/// Integer and bool inputs of exp, log, sqrt, sigmoid, tanh, sin, cos give
+/// float32 (PyTorch). neg and abs of bool: TypeMismatchError.
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor logical_not(const Tensor& x);
+Tensor& exp_out(Tensor& out, const Tensor& x);
+
+/// cond ? a : b, broadcasting all three; cond must be bool; the dtype is
+/// result_type(a, b).
+Tensor where(const Tensor& cond, const TensorOrScalar& a, const TensorOrScalar& b);
+
+Tensor operator+(const Tensor& a, const TensorOrScalar& b);
+Tensor operator+(Scalar a, const Tensor& b);
+Tensor operator-(const Tensor& a, const TensorOrScalar& b);
+Tensor operator-(Scalar a, const Tensor& b);
+Tensor operator*(const Tensor& a, const TensorOrScalar& b);
+Tensor operator*(Scalar a, const Tensor& b);
+Tensor operator/(const Tensor& a, const TensorOrScalar& b);
+Tensor operator/(Scalar a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+Tensor operator==(const Tensor& a, const TensorOrScalar& b);
+Tensor operator!=(const Tensor& a, const TensorOrScalar& b);
+Tensor operator<(const Tensor& a, const TensorOrScalar& b);
+Tensor operator<=(const Tensor& a, const TensorOrScalar& b);
+Tensor operator>(const Tensor& a, const TensorOrScalar& b);
+Tensor operator>=(const Tensor& a, const TensorOrScalar& b);
+Tensor operator&(const Tensor& a, const TensorOrScalar& b);  // logical and (bool tensors)
+Tensor operator|(const Tensor& a, const TensorOrScalar& b);
+Tensor operator~(const Tensor& a);                            // logical not (bool tensors)
+
+/// torch.matmul: 1-d x 1-d is a dot product (0-d), 2-d x 2-d a matrix
+/// product, 1-d operands get a dimension prepended/appended and removed
+/// again, and leading batch dimensions broadcast. Both operands must have
+/// the same dtype (TypeMismatchError otherwise, as PyTorch); bool is
+/// rejected. CPU: OpenBLAS sgemm/dgemm (float16/bfloat16 via float32),
+/// integers with a plain loop. Throws InvalidArgumentError naming both
+/// shapes when the inner dimensions differ.
+Tensor matmul(const Tensor& a, const Tensor& b);
+/// matmul into `out`: no allocation when out is contiguous with the result's
+/// shape and dtype (TypeMismatchError for another dtype; InvalidArgumentError
+/// for another shape).
+Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b);
+/// CUDA float32 matmul may use TF32 (off by default, like PyTorch's
+/// torch.backends.cuda.matmul.allow_tf32).
+void set_allow_tf32(bool allow) noexcept;
+bool allow_tf32() noexcept;
+
+/// Number of true (nonzero) elements, as int64 0-d tensor.
+Tensor count_nonzero(const Tensor& x);
+/// Coordinates of the nonzero elements: int64 [count, ndim] (synchronises a
+/// CUDA stream: the size depends on the data).
+Tensor nonzero(const Tensor& x);
+
+/// Element-wise equality of shapes and values (NaN != NaN), on the host.
+bool equal(const Tensor& a, const Tensor& b);
+/// |a - b| <= atol + rtol * |b| everywhere (NaN never close), shapes equal.
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
+
+}  // namespace genesis

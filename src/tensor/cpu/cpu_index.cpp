@@ -1,0 +1,98 @@
+// CPU kernels of advanced indexing: gather, scatter and mask compaction
+// (Note [Advanced indexing] in genesis/tensor/index.h).
+#include <vector>
+
+#include "cpu_kernels.h"
+#include "cpu_loops.h"
+
+namespace genesis::kernels::cpu {
+namespace {
+
+// Byte offset added by the index operands at row position i.
+inline std::int64_t indexed_offset(const IndexArgs& index, char* const* p, const std::int64_t* s, int first,
+                                   std::int64_t i, std::int64_t itemsize) {
+  std::int64_t off = 0;
+  for (int k = 0; k < index.num_indices; ++k) {
+    std::int64_t v = load<std::int64_t>(p[first + k] + i * s[first + k]);
+    if (v < 0) v += index.indexed_sizes[k];
+    off += v * index.indexed_strides[k];
+  }
+  return off * itemsize;
+}
+
+Loop index_loop(const StridedOperand& a, const StridedOperand& b, const IndexArgs& index, char* a_base,
+                char* b_base) {
+  const StridedOperand* ops[kMaxOperands] = {&a, &b};
+  char* base[kMaxOperands] = {a_base, b_base};
+  for (int k = 0; k < index.num_indices; ++k) {
+    ops[2 + k] = &index.indices[k];
+    base[2 + k] = static_cast<char*>(index.indices[k].data);
+  }
+  return make_loop(ops, 2 + index.num_indices, base);
+}
+
+}  // namespace
+
+void gather(const KernelContext&, const StridedOperand& out, const StridedOperand& src, const IndexArgs& index) {
+  const Loop loop = index_loop(out, src, index, static_cast<char*>(out.data), static_cast<char*>(src.data));
+  dispatch(out.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    constexpr auto isz = static_cast<std::int64_t>(sizeof(T));
+    run(loop, [&](char** p, const std::int64_t* s, std::int64_t n) {
+      for (std::int64_t i = 0; i < n; ++i) {
+        const char* from = p[1] + i * s[1] + indexed_offset(index, p, s, 2, i, isz);
+        store<T>(p[0] + i * s[0], load<T>(from));
+      }
+    });
+  });
+}
+
+void scatter(const KernelContext&, const StridedOperand& dst, const StridedOperand& values, const IndexArgs& index,
+             bool accumulate) {
+  std::int64_t slot = 0;
+  const Loop loop = index_loop(dst, values, index, static_cast<char*>(dst.data), input_base(values, &slot));
+  dispatch(dst.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    constexpr auto isz = static_cast<std::int64_t>(sizeof(T));
+    auto row = [&](char** p, const std::int64_t* s, std::int64_t n) {
+      for (std::int64_t i = 0; i < n; ++i) {
+        char* to = p[0] + i * s[0] + indexed_offset(index, p, s, 2, i, isz);
+        const T v = load<T>(p[1] + i * s[1]);
+        if (accumulate) {
+          using C = compute_t<T>;
+          if constexpr (std::is_same_v<T, bool>) store<T>(to, load<T>(to) || v);
+          else store<T>(to, cast<T>(static_cast<C>(static_cast<C>(load<T>(to)) + static_cast<C>(v))));
+        } else {
+          store<T>(to, v);
+        }
+      }
+    };
+    // Several positions may name one element: accumulation must not race,
+    // and plain writes stay in order (the last wins), so run on one thread.
+    run_range(loop, 0, loop.numel(), row);
+  });
+}
+
+void nonzero(const KernelContext&, const StridedOperand& out, const StridedOperand& mask) {
+  auto* o = static_cast<std::int64_t*>(out.data);
+  const int nd = mask.ndim;
+  const std::int64_t total = mask.numel();
+  if (total == 0) return;
+  std::int64_t idx[kMaxDims] = {};
+  std::int64_t row = 0;
+  const char* base = static_cast<const char*>(mask.data);
+  for (std::int64_t lin = 0; lin < total; ++lin) {
+    std::int64_t off = 0;
+    for (int d = 0; d < nd; ++d) off += idx[d] * mask.strides[d];
+    if (load<bool>(base + off)) {
+      for (int d = 0; d < nd; ++d) o[row * nd + d] = idx[d];
+      ++row;
+    }
+    for (int d = nd - 1; d >= 0; --d) {
+      if (++idx[d] < mask.sizes[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace genesis::kernels::cpu

@@ -1,0 +1,121 @@
+// Tensor creation (tensor/creation.h).
+#include "genesis/tensor/creation.h"
+
+#include <cmath>
+
+#include "genesis/core/error.h"
+#include "genesis/storage/copy.h"
+#include "genesis/storage/storage_view.h"
+#include "random_state.h"
+#include "tensor_internal.h"
+
+namespace genesis {
+
+Tensor empty(const Shape& shape, TensorOptions options) {
+  const std::int64_t n = detail::shape_numel(shape);
+  GENESIS_CHECK(shape.size() <= static_cast<std::size_t>(kernels::kMaxDims), "at most ", kernels::kMaxDims,
+                " dimensions are supported, got ", shape.size());
+  Storage s = Storage::empty({n}, options.dtype, options.device);
+  return Tensor(std::move(s), shape, contiguous_strides(shape), 0);
+}
+
+Tensor zeros(const Shape& shape, TensorOptions options) { return full(shape, Scalar(0), options); }
+Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, Scalar(1), options); }
+
+Tensor full(const Shape& shape, Scalar value, TensorOptions options) {
+  Tensor t = empty(shape, options);
+  t.fill_(value);
+  return t;
+}
+
+Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype, Device device) {
+  return full(shape, value, TensorOptions(dtype.value_or(value.default_dtype()), device));
+}
+
+Tensor empty_like(const Tensor& t) { return empty(t.shape(), TensorOptions(t.dtype(), t.device())); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), TensorOptions(t.dtype(), t.device())); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), TensorOptions(t.dtype(), t.device())); }
+Tensor full_like(const Tensor& t, Scalar value) { return full(t.shape(), value, TensorOptions(t.dtype(), t.device())); }
+Tensor rand_like(const Tensor& t) { return rand(t.shape(), TensorOptions(t.dtype(), t.device())); }
+Tensor randn_like(const Tensor& t) { return randn(t.shape(), TensorOptions(t.dtype(), t.device())); }
+
+Tensor arange(Scalar end, std::optional<DType> dtype, Device device) {
+  return arange(Scalar(0), end, Scalar(1), dtype, device);
+}
+
+Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype, Device device) {
+  const bool all_int = !start.is_floating() && !end.is_floating() && !step.is_floating();
+  const DType dt = dtype.value_or(all_int ? DType::kInt64 : DType::kFloat32);
+  GENESIS_CHECK(dt != DType::kBool, "arange: bool is not a valid dtype for arange");
+  std::int64_t n = 0;
+  if (all_int) {
+    const std::int64_t a = start.to_int64(), b = end.to_int64(), s = step.to_int64();
+    GENESIS_CHECK(s != 0, "arange: step must be nonzero");
+    GENESIS_CHECK((s > 0 && b >= a) || (s < 0 && b <= a), "arange: upper bound and larger bound inconsistent with step sign (start ",
+                  a, ", end ", b, ", step ", s, ")");
+    n = s > 0 ? (b - a + s - 1) / s : (a - b + (-s) - 1) / (-s);
+  } else {
+    const double a = start.to_double(), b = end.to_double(), s = step.to_double();
+    GENESIS_CHECK(s != 0.0, "arange: step must be nonzero");
+    GENESIS_CHECK(std::isfinite(a) && std::isfinite(b), "arange: unsupported range: ", a, " -> ", b);
+    GENESIS_CHECK((s > 0 && b >= a) || (s < 0 && b <= a), "arange: upper bound and larger bound inconsistent with step sign (start ",
+                  a, ", end ", b, ", step ", s, ")");
+    n = static_cast<std::int64_t>(std::ceil((b - a) / s));
+  }
+  Tensor t = empty({n}, TensorOptions(dt, device));
+  if (n == 0) return t;
+  auto fn = detail::kernel_entry(device, &kernels::KernelTable::iota, "arange");
+  fn(detail::kernel_ctx(device), detail::operand(t), start, step);
+  return t;
+}
+
+namespace {
+Tensor random_tensor(const Shape& shape, TensorOptions options, kernels::RandomParams p, const char* name) {
+  Tensor t = empty(shape, options);
+  const std::int64_t n = t.numel();
+  if (n == 0) return t;
+  auto fn = detail::kernel_entry(options.device, &kernels::KernelTable::random, name);
+  detail::reserve_random(options.device, static_cast<std::uint64_t>(n), p.seed, p.offset);
+  fn(detail::kernel_ctx(options.device), detail::operand(t), p);
+  return t;
+}
+}  // namespace
+
+Tensor rand(const Shape& shape, TensorOptions options) {
+  GENESIS_CHECK_TYPE(is_floating(options.dtype), "rand: expected a floating dtype, got ", options.dtype);
+  kernels::RandomParams p;
+  p.kind = kernels::RandomKind::kUniform;
+  return random_tensor(shape, options, p, "rand");
+}
+
+Tensor randn(const Shape& shape, TensorOptions options) {
+  GENESIS_CHECK_TYPE(is_floating(options.dtype), "randn: expected a floating dtype, got ", options.dtype);
+  kernels::RandomParams p;
+  p.kind = kernels::RandomKind::kNormal;
+  p.low = 0.0;
+  p.high = 1.0;
+  return random_tensor(shape, options, p, "randn");
+}
+
+Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, TensorOptions options) {
+  GENESIS_CHECK(low < high, "randint: expected low < high, got low ", low, " and high ", high);
+  GENESIS_CHECK_TYPE(options.dtype != DType::kBool, "randint: bool is not supported");
+  kernels::RandomParams p;
+  p.kind = kernels::RandomKind::kInteger;
+  p.int_low = low;
+  p.int_high = high;
+  return random_tensor(shape, options, p, "randint");
+}
+
+Tensor from_blob_copy(const void* data, DType src_dtype, const Shape& shape, std::optional<DType> dtype,
+                      Device device) {
+  const std::int64_t n = detail::shape_numel(shape);
+  // Borrow the caller's memory as a CPU tensor, then convert/copy it.
+  Storage borrowed = Storage::borrow(const_cast<void*>(data), {n}, src_dtype, Device{});
+  Tensor src(std::move(borrowed), shape, contiguous_strides(shape), 0);
+  Tensor out = empty(shape, TensorOptions(dtype.value_or(src_dtype), device));
+  out.copy_(src);
+  return out;
+}
+
+}  // namespace genesis

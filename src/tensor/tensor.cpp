@@ -1,0 +1,290 @@
+// Tensor: construction, metadata, conversion and copies (tensor/tensor.h).
+#include "genesis/tensor/tensor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <ostream>
+#include <sstream>
+
+#include "genesis/core/error.h"
+#include "genesis/storage/convert.h"
+#include "genesis/storage/copy.h"
+#include "genesis/storage/storage_view.h"
+#include "genesis/tensor/cast.h"
+#include "genesis/tensor/creation.h"
+#include "genesis/tensor/shape_ops.h"
+#include "tensor_internal.h"
+
+namespace genesis {
+
+// ------------------------------------------------------------- helpers ---
+namespace detail {
+
+kernels::StridedOperand operand(const Tensor& t) { return operand(t, t.shape()); }
+
+kernels::StridedOperand operand(const Tensor& t, const Shape& shape) {
+  kernels::StridedOperand op;
+  const auto nd = static_cast<int>(shape.size());
+  GENESIS_CHECK(nd <= kernels::kMaxDims, "tensors have at most ", kernels::kMaxDims, " dimensions, got ", nd);
+  op.data = t.data_ptr();
+  op.dtype = t.dtype();
+  op.ndim = nd;
+  const auto tnd = static_cast<int>(t.dim());
+  for (int d = 0; d < nd; ++d) {
+    op.sizes[d] = shape[static_cast<std::size_t>(d)];
+    const int td = d - (nd - tnd);
+    if (td < 0 || t.shape()[static_cast<std::size_t>(td)] == 1) {
+      op.strides[d] = 0;
+    } else {
+      op.strides[d] = t.strides()[static_cast<std::size_t>(td)];
+    }
+  }
+  return op;
+}
+
+kernels::StridedOperand scalar_operand(Scalar s, DType dtype, const Shape& shape) {
+  kernels::StridedOperand op;
+  op.dtype = dtype;
+  op.ndim = static_cast<int>(shape.size());
+  for (int d = 0; d < op.ndim; ++d) op.sizes[d] = shape[static_cast<std::size_t>(d)];
+  op.is_scalar = true;
+  op.scalar = s;
+  return op;
+}
+
+std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, bool scalar_ok) {
+  std::int64_t n = ndim;
+  if (n == 0 && scalar_ok) n = 1;
+  GENESIS_CHECK_INDEX(dim >= -n && dim < n, "Dimension out of range (expected to be in range of [", -n, ", ",
+                      n - 1, "], but got ", dim, ")");
+  return dim < 0 ? dim + n : dim;
+}
+
+std::int64_t shape_numel(const Shape& shape) {
+  std::int64_t n = 1;
+  for (auto s : shape) {
+    GENESIS_CHECK(s >= 0, "negative dimension ", s, " in shape ", shape_str(shape));
+    n *= s;
+  }
+  return n;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::ostringstream os;
+  os << '[';
+  for (std::size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << ']';
+  return os.str();
+}
+
+namespace {
+// [lo, hi] element range a tensor touches (relative to its storage).
+void element_span(const Tensor& t, std::int64_t& lo, std::int64_t& hi) {
+  lo = hi = t.storage_offset();
+  for (std::size_t d = 0; d < t.shape().size(); ++d) {
+    const std::int64_t ext = (t.shape()[d] - 1) * t.strides()[d];
+    if (ext < 0) lo += ext;
+    else hi += ext;
+  }
+}
+}  // namespace
+
+bool may_overlap(const Tensor& a, const Tensor& b) {
+  if (!(a.storage() == b.storage())) return false;
+  if (a.numel() == 0 || b.numel() == 0) return false;
+  std::int64_t alo, ahi, blo, bhi;
+  element_span(a, alo, ahi);
+  element_span(b, blo, bhi);
+  return !(ahi < blo || bhi < alo);
+}
+
+bool same_elements(const Tensor& a, const Tensor& b) {
+  return a.storage() == b.storage() && a.storage_offset() == b.storage_offset() && a.shape() == b.shape() &&
+         a.strides() == b.strides();
+}
+
+void check_defined(const Tensor& t, const char* what) {
+  GENESIS_CHECK(t.defined(), what, ": the tensor is undefined (default-constructed)");
+}
+
+Tensor make_view(const Tensor& t, Shape shape, Shape strides, std::int64_t offset) {
+  return Tensor(t.storage(), std::move(shape), std::move(strides), offset);
+}
+
+[[noreturn]] void throw_ragged(std::int64_t expected, std::size_t got) {
+  GENESIS_THROW(InvalidArgumentError, "tensor(): expected a sequence of length ", expected, " at each position, got ",
+                got, " (nested lists must be rectangular)");
+}
+
+}  // namespace detail
+
+// -------------------------------------------------------------- Tensor ---
+Tensor::Tensor(Storage storage, Shape shape, Shape strides, std::int64_t offset) {
+  GENESIS_CHECK(storage.defined(), "Tensor: the storage is null");
+  GENESIS_CHECK(shape.size() == strides.size(), "Tensor: shape ", detail::shape_str(shape), " and strides ",
+                detail::shape_str(strides), " differ in length");
+  GENESIS_CHECK(shape.size() <= static_cast<std::size_t>(kernels::kMaxDims), "Tensor: at most ", kernels::kMaxDims,
+                " dimensions are supported, got ", shape.size());
+  const std::int64_t n = detail::shape_numel(shape);
+  GENESIS_CHECK(offset >= 0, "Tensor: negative storage offset ", offset);
+  if (n > 0) {
+    std::int64_t lo = offset, hi = offset;
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+      const std::int64_t ext = (shape[d] - 1) * strides[d];
+      (ext < 0 ? lo : hi) += ext;
+    }
+    const auto capacity = static_cast<std::int64_t>(storage.nbytes() / dtype_size(storage.dtype()));
+    GENESIS_CHECK(lo >= 0 && hi < capacity, "Tensor: shape ", detail::shape_str(shape), " with strides ",
+                  detail::shape_str(strides), " at offset ", offset, " reaches elements [", lo, ", ", hi,
+                  "] outside the storage of ", capacity, " elements");
+  }
+  impl_ = std::make_shared<detail::TensorImpl>();
+  impl_->dtype = storage.dtype();
+  impl_->storage = std::move(storage);
+  impl_->shape = std::move(shape);
+  impl_->strides = std::move(strides);
+  impl_->offset = offset;
+}
+
+const detail::TensorImpl& Tensor::impl() const {
+  GENESIS_CHECK(impl_ != nullptr, "the tensor is undefined (default-constructed)");
+  return *impl_;
+}
+detail::TensorImpl& Tensor::mutable_impl() {
+  GENESIS_CHECK(impl_ != nullptr, "the tensor is undefined (default-constructed)");
+  return *impl_;
+}
+
+std::int64_t Tensor::size(std::int64_t d) const { return shape()[static_cast<std::size_t>(detail::wrap_dim(d, dim(), false))]; }
+std::int64_t Tensor::stride(std::int64_t d) const {
+  return strides()[static_cast<std::size_t>(detail::wrap_dim(d, dim(), false))];
+}
+std::int64_t Tensor::numel() const {
+  std::int64_t n = 1;
+  for (auto s : shape()) n *= s;
+  return n;
+}
+
+void* Tensor::data_ptr() const {
+  const auto& i = impl();
+  auto* base = static_cast<char*>(i.storage.data_ptr());
+  if (base == nullptr) return nullptr;
+  return base + i.offset * static_cast<std::int64_t>(dtype_size(i.dtype));
+}
+
+bool Tensor::is_contiguous() const {
+  std::int64_t expected = 1;
+  for (std::int64_t d = dim() - 1; d >= 0; --d) {
+    const auto sz = shape()[static_cast<std::size_t>(d)];
+    if (sz == 0) return true;
+    if (sz != 1 && strides()[static_cast<std::size_t>(d)] != expected) return false;
+    expected *= sz;
+  }
+  return true;
+}
+
+Tensor Tensor::to(Device device) const { return to(device, dtype()); }
+Tensor Tensor::to(DType dtype) const { return to(device(), dtype); }
+Tensor Tensor::to(Device device, DType dtype) const {
+  if (device == this->device() && dtype == this->dtype()) return *this;
+  Tensor out = empty(shape(), TensorOptions(dtype, device));
+  out.copy_(*this);
+  return out;
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape(), TensorOptions(dtype(), device()));
+  out.copy_(*this);
+  return out;
+}
+
+Tensor& Tensor::copy_(const Tensor& src_in) {
+  detail::check_defined(src_in, "copy_");
+  Shape b = broadcast_shapes(shape(), src_in.shape());
+  GENESIS_CHECK(b == shape(), "copy_: the source of shape ", detail::shape_str(src_in.shape()),
+                " does not broadcast to the destination shape ", detail::shape_str(shape()));
+  if (numel() == 0) return *this;
+  Tensor src = src_in;
+  if (src.device() != device()) {
+    // Bring the source over packed, in its own dtype; the cast and the
+    // destination's strides are then handled on this device.
+    Tensor packed = src.contiguous();
+    Tensor here = empty(packed.shape(), TensorOptions(packed.dtype(), device()));
+    copy_bytes(here.data_ptr(), device(), packed.data_ptr(), packed.device(), packed.nbytes());
+    src = here;
+  } else if (detail::may_overlap(*this, src) && !detail::same_elements(*this, src)) {
+    src = src.clone();
+  }
+  if (detail::same_elements(*this, src)) return *this;
+  auto fn = detail::kernel_entry(device(), &kernels::KernelTable::copy, "copy");
+  fn(detail::kernel_ctx(device()), detail::operand(*this), detail::operand(src, shape()));
+  return *this;
+}
+
+Tensor& Tensor::fill_(Scalar value) {
+  if (numel() == 0) return *this;
+  auto fn = detail::kernel_entry(device(), &kernels::KernelTable::fill, "fill");
+  fn(detail::kernel_ctx(device()), detail::operand(*this), value);
+  return *this;
+}
+
+Scalar Tensor::item() const {
+  GENESIS_CHECK(numel() == 1, "a Tensor with ", numel(), " elements cannot be converted to Scalar");
+  Tensor host = to(Device{}).contiguous();
+  Scalar out;
+  switch (dtype()) {
+    case DType::kBool: out = Scalar(*host.data_ptr<bool>()); break;
+    case DType::kUInt8: out = Scalar(static_cast<std::int64_t>(*host.data_ptr<std::uint8_t>())); break;
+    case DType::kInt8: out = Scalar(static_cast<std::int64_t>(*host.data_ptr<std::int8_t>())); break;
+    case DType::kInt16: out = Scalar(static_cast<std::int64_t>(*host.data_ptr<std::int16_t>())); break;
+    case DType::kInt32: out = Scalar(static_cast<std::int64_t>(*host.data_ptr<std::int32_t>())); break;
+    case DType::kInt64: out = Scalar(*host.data_ptr<std::int64_t>()); break;
+    case DType::kFloat16: out = Scalar(static_cast<double>(static_cast<float>(*host.data_ptr<Half>()))); break;
+    case DType::kBFloat16: out = Scalar(static_cast<double>(static_cast<float>(*host.data_ptr<BFloat16>()))); break;
+    case DType::kFloat32: out = Scalar(static_cast<double>(*host.data_ptr<float>())); break;
+    case DType::kFloat64: out = Scalar(*host.data_ptr<double>()); break;
+  }
+  return out;
+}
+
+template <typename T>
+T Tensor::item() const {
+  const Scalar s = item();
+  return kernels::scalar_to<T>(s);
+}
+
+template <typename T>
+std::vector<T> Tensor::tolist() const {
+  Tensor host = to(Device{}).contiguous();
+  const auto n = static_cast<std::size_t>(host.numel());
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<std::uint8_t> bytes(n);
+    convert_dtype(host.data_ptr(), host.dtype(), bytes.data(), DType::kBool, n);
+    return std::vector<bool>(bytes.begin(), bytes.end());
+  } else {
+    std::vector<T> out(n);
+    convert_dtype(host.data_ptr(), host.dtype(), out.data(), detail::dtype_of<T>(), n);
+    return out;
+  }
+}
+
+#define GENESIS_INSTANTIATE(T)                    \
+  template T Tensor::item<T>() const;             \
+  template std::vector<T> Tensor::tolist<T>() const;
+GENESIS_INSTANTIATE(bool)
+GENESIS_INSTANTIATE(std::uint8_t)
+GENESIS_INSTANTIATE(std::int8_t)
+GENESIS_INSTANTIATE(std::int16_t)
+GENESIS_INSTANTIATE(std::int32_t)
+GENESIS_INSTANTIATE(std::int64_t)
+GENESIS_INSTANTIATE(Half)
+GENESIS_INSTANTIATE(BFloat16)
+GENESIS_INSTANTIATE(float)
+GENESIS_INSTANTIATE(double)
+#undef GENESIS_INSTANTIATE
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+
+}  // namespace genesis
