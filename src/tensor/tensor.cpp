@@ -12,6 +12,7 @@
 #include "genesis/storage/storage_view.h"
 #include "genesis/tensor/cast.h"
 #include "genesis/tensor/creation.h"
+#include "genesis/tensor/promotion.h"
 #include "genesis/tensor/shape_ops.h"
 #include "tensor_internal.h"
 

@@ -11,7 +11,7 @@
 namespace genesis::detail {
 
 /// Kernel context of a tensor's device on its current stream.
-inline kernels::KernelContext kernel_ctx(Device device) { return kernels::KernelContext{device, ~StreamId{0}}; }
+inline kernels::KernelContext kernel_ctx(Device device) { return kernels::KernelContext{device, kCurrentStream}; }
 
 /// The entry `member` of `device`'s kernel table, or InvalidArgumentError
 /// "<name> is not available on cuda yet" (Note [Kernel tables]).

@@ -67,7 +67,7 @@ struct StridedOperand {
 /// Where and how a kernel runs.
 struct KernelContext {
   Device device;
-  StreamId stream = ~StreamId{0};  // kCurrentStream
+  memory::StreamId stream = ~memory::StreamId{0};  // kCurrentStream
 };
 
 /// Element-wise functions of one argument. Contract: out.dtype == in.dtype,

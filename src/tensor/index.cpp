@@ -1,0 +1,368 @@
+// NumPy indexing: IndexPlan construction, gather and scatter (Note
+// [Advanced indexing] in tensor/index.h).
+#include "genesis/tensor/index.h"
+
+#include <sstream>
+
+#include "genesis/core/error.h"
+#include "genesis/storage/storage_view.h"
+#include "genesis/tensor/creation.h"
+#include "genesis/tensor/ops.h"
+#include "genesis/tensor/promotion.h"
+#include "tensor_internal.h"
+
+namespace genesis {
+namespace {
+
+// The basic-indexing pass: the view plus the advanced indices found.
+struct Parsed {
+  Tensor view;
+  std::vector<Tensor> indices;           // int64, unbroadcast
+  std::vector<std::int64_t> view_dims;   // dim of `view` each index applies to
+  std::vector<std::int64_t> orig_dims;   // dim of x, for messages
+  std::vector<bool> needs_check;         // false: already known in range
+  std::vector<std::size_t> item_pos;     // position of the item in the list
+  bool mask = false;
+  std::size_t temp_bytes = 0;
+};
+
+[[noreturn]] void out_of_bounds(std::int64_t index, std::int64_t dim, std::int64_t size) {
+  GENESIS_THROW(IndexError, "index ", index, " is out of bounds for dimension ", dim, " with size ", size);
+}
+
+Parsed parse(const Tensor& x, const std::vector<IndexItem>& items) {
+  detail::check_defined(x, "index");
+  // Dims consumed by the items, and whether any item is advanced.
+  std::int64_t consumed = 0;
+  int ellipses = 0;
+  bool advanced = false;
+  for (const auto& it : items) {
+    if (it.is_int() || it.is_slice()) {
+      ++consumed;
+    } else if (it.is_tensor()) {
+      const Tensor& t = it.as_tensor();
+      detail::check_defined(t, "index");
+      advanced = true;
+      if (t.dtype() == DType::kBool) consumed += t.dim();
+      else ++consumed;
+    } else if (it.is_bool()) {
+      advanced = true;
+    } else if (it.is_ellipsis()) {
+      ++ellipses;
+    }
+  }
+  GENESIS_CHECK_INDEX(ellipses <= 1, "an index can only have a single ellipsis ('...')");
+  GENESIS_CHECK_INDEX(consumed <= x.dim(), "too many indices for tensor of dimension ", x.dim(), " (got ", consumed,
+                      " indices)");
+  Parsed p;
+  p.view = x;
+  std::int64_t vd = 0, od = 0;  // current dim in the view, in x
+  for (std::size_t pos = 0; pos < items.size(); ++pos) {
+    const IndexItem& it = items[pos];
+    if (it.is_ellipsis()) {
+      vd += x.dim() - consumed;
+      od += x.dim() - consumed;
+    } else if (it.is_new_axis()) {
+      p.view = p.view.unsqueeze(vd);
+      ++vd;
+    } else if (it.is_slice()) {
+      const Slice& s = it.as_slice();
+      GENESIS_CHECK(s.step.value_or(1) != 0, "slice step cannot be zero");
+      p.view = p.view.slice(vd, s.start, s.stop, s.step.value_or(1));
+      ++vd;
+      ++od;
+    } else if (it.is_int()) {
+      const std::int64_t size = p.view.size(vd);
+      std::int64_t i = it.as_int();
+      if (i < -size || i >= size) out_of_bounds(i, od, size);
+      if (i < 0) i += size;
+      if (advanced) {
+        // NumPy: with any array index present, integers are advanced
+        // indices too (this decides where the broadcast dims go).
+        p.indices.push_back(full({}, Scalar(i), TensorOptions(DType::kInt64, x.device())));
+        p.view_dims.push_back(vd);
+        p.orig_dims.push_back(od);
+        p.needs_check.push_back(false);
+        p.item_pos.push_back(pos);
+        ++vd;
+      } else {
+        p.view = p.view.select(vd, i);
+      }
+      ++od;
+    } else if (it.is_bool() || (it.is_tensor() && it.as_tensor().dtype() == DType::kBool && it.as_tensor().dim() == 0)) {
+      // A 0-d mask: a new axis of length 1 selected (true) or not (false).
+      const bool keep = it.is_bool() ? it.as_bool() : it.as_tensor().item().to_bool();
+      p.view = p.view.unsqueeze(vd);
+      p.indices.push_back(zeros({keep ? 1 : 0}, TensorOptions(DType::kInt64, x.device())));
+      p.view_dims.push_back(vd);
+      p.orig_dims.push_back(od);
+      p.needs_check.push_back(false);
+      p.item_pos.push_back(pos);
+      p.mask = true;
+      ++vd;
+    } else {
+      const Tensor& t = it.as_tensor();
+      GENESIS_CHECK(t.device() == x.device(), "indices should be on the indexed tensor's device (", x.device(),
+                    ") but are on ", t.device());
+      if (t.dtype() == DType::kBool) {
+        for (std::int64_t k = 0; k < t.dim(); ++k) {
+          const std::int64_t have = p.view.size(vd + k), want = t.size(k);
+          GENESIS_CHECK_INDEX(have == want, "boolean index did not match indexed array along dimension ", od + k,
+                              "; dimension is ", have, " but corresponding boolean dimension is ", want);
+        }
+        // Mask compaction: the coordinates of the true elements.
+        const Tensor nz = nonzero(t);
+        p.temp_bytes += nz.nbytes();
+        for (std::int64_t k = 0; k < t.dim(); ++k) {
+          p.indices.push_back(nz.select(1, k));
+          p.view_dims.push_back(vd + k);
+          p.orig_dims.push_back(od + k);
+          p.needs_check.push_back(false);
+          p.item_pos.push_back(pos);
+        }
+        p.mask = true;
+        vd += t.dim();
+        od += t.dim();
+      } else {
+        GENESIS_CHECK_TYPE(!is_floating(t.dtype()), "tensors used as indices must be long, int, byte or bool tensors, got ",
+                           t.dtype());
+        Tensor idx = t.dtype() == DType::kInt64 ? t : t.to(DType::kInt64);
+        if (!idx.is_same(t)) p.temp_bytes += idx.nbytes();
+        p.indices.push_back(idx);
+        p.view_dims.push_back(vd);
+        p.orig_dims.push_back(od);
+        p.needs_check.push_back(true);
+        p.item_pos.push_back(pos);
+        ++vd;
+        ++od;
+      }
+    }
+  }
+  return p;
+}
+
+// The advanced part of a plan, ready for a gather/scatter kernel.
+struct Advanced {
+  Shape result_shape;
+  Shape index_shape;                       // B
+  std::int64_t position = 0;               // where B goes
+  kernels::StridedOperand restrided;       // the view over result_shape
+  std::vector<kernels::StridedOperand> ops;
+  std::vector<std::int64_t> sizes, strides;
+  std::vector<Tensor> broadcast;           // index tensors expanded to B
+};
+
+Advanced build_advanced(const Parsed& p) {
+  Advanced a;
+  for (const auto& t : p.indices) a.index_shape = broadcast_shapes(a.index_shape, t.shape());
+  // Bounds first: nothing is read or written before every index is valid.
+  for (std::size_t k = 0; k < p.indices.size(); ++k) {
+    if (!p.needs_check[k] || p.indices[k].numel() == 0) continue;
+    const std::int64_t size = p.view.size(p.view_dims[k]);
+    const std::int64_t hi = p.indices[k].max().item().to_int64();
+    if (hi >= size) out_of_bounds(hi, p.orig_dims[k], size);
+    const std::int64_t lo = p.indices[k].min().item().to_int64();
+    if (lo < -size) out_of_bounds(lo, p.orig_dims[k], size);
+  }
+  bool adjacent = true;
+  for (std::size_t k = 1; k < p.item_pos.size(); ++k) {
+    const std::size_t gap = p.item_pos[k] - p.item_pos[k - 1];
+    if (gap > 1) adjacent = false;
+  }
+  // Kept dims of the view (in order), and the result shape.
+  std::vector<std::int64_t> kept;
+  std::vector<bool> indexed(static_cast<std::size_t>(p.view.dim()), false);
+  for (auto d : p.view_dims) indexed[static_cast<std::size_t>(d)] = true;
+  a.position = 0;
+  for (std::int64_t d = 0; d < p.view.dim(); ++d) {
+    if (!indexed[static_cast<std::size_t>(d)]) {
+      kept.push_back(d);
+      if (adjacent && d < p.view_dims.front()) ++a.position;
+    }
+  }
+  const auto nb = static_cast<std::int64_t>(a.index_shape.size());
+  for (std::int64_t i = 0; i < a.position; ++i) a.result_shape.push_back(p.view.size(kept[static_cast<std::size_t>(i)]));
+  for (auto s : a.index_shape) a.result_shape.push_back(s);
+  for (std::size_t i = static_cast<std::size_t>(a.position); i < kept.size(); ++i) a.result_shape.push_back(p.view.size(kept[i]));
+  const auto nd = static_cast<int>(a.result_shape.size());
+  GENESIS_CHECK_INDEX(nd <= kernels::kMaxDims, "indexing result would have ", nd, " dimensions, more than the ",
+                      kernels::kMaxDims, " supported");
+  // The view restrided over the result: kept dims keep their strides, the
+  // index dims get stride 0 (the indices supply the offset).
+  a.restrided.data = p.view.data_ptr();
+  a.restrided.dtype = p.view.dtype();
+  a.restrided.ndim = nd;
+  for (int r = 0; r < nd; ++r) {
+    a.restrided.sizes[r] = a.result_shape[static_cast<std::size_t>(r)];
+    std::int64_t stride = 0;
+    if (r < a.position) stride = p.view.stride(kept[static_cast<std::size_t>(r)]);
+    else if (r >= a.position + nb) stride = p.view.stride(kept[static_cast<std::size_t>(r - nb)]);
+    a.restrided.strides[r] = stride;
+  }
+  for (std::size_t k = 0; k < p.indices.size(); ++k) {
+    Tensor b = p.indices[k].expand(a.index_shape);
+    kernels::StridedOperand op;
+    op.data = b.data_ptr();
+    op.dtype = DType::kInt64;
+    op.ndim = nd;
+    for (int r = 0; r < nd; ++r) {
+      op.sizes[r] = a.result_shape[static_cast<std::size_t>(r)];
+      op.strides[r] = (r >= a.position && r < a.position + nb) ? b.strides()[static_cast<std::size_t>(r - a.position)] : 0;
+    }
+    a.ops.push_back(op);
+    a.sizes.push_back(p.view.size(p.view_dims[k]));
+    a.strides.push_back(p.view.stride(p.view_dims[k]));
+    a.broadcast.push_back(b);
+  }
+  return a;
+}
+
+kernels::IndexArgs index_args(const Advanced& a) {
+  kernels::IndexArgs args;
+  args.num_indices = static_cast<int>(a.ops.size());
+  args.indices = a.ops.data();
+  args.indexed_sizes = a.sizes.data();
+  args.indexed_strides = a.strides.data();
+  return args;
+}
+
+IndexPlan make_plan(const Tensor& x, const Parsed& p, const Advanced* a, IndexKind kind) {
+  IndexPlan plan;
+  plan.kind = kind;
+  plan.view = p.view;
+  plan.ptr_offset = p.view.storage_offset() - x.storage_offset();
+  plan.ptr_offset_bytes = plan.ptr_offset * static_cast<std::int64_t>(x.element_size());
+  plan.needs_mask_compaction = p.mask;
+  plan.temp_memory_bytes = p.temp_bytes;
+  if (a == nullptr) {
+    plan.result_shape = p.view.shape();
+    plan.result_strides = p.view.strides();
+    return plan;
+  }
+  plan.result_shape = a->result_shape;
+  plan.index_tensors = a->broadcast;
+  plan.indexed_dims = p.view_dims;
+  plan.advanced_position = a->position;
+  if (kind == IndexKind::kGather) {
+    plan.result_strides = contiguous_strides(a->result_shape);
+    plan.temp_memory_bytes += static_cast<std::size_t>(detail::shape_numel(a->result_shape)) * x.element_size();
+  } else {
+    plan.result_strides.assign(a->restrided.strides, a->restrided.strides + a->restrided.ndim);
+  }
+  return plan;
+}
+
+// Drops leading size-1 dims of a value that has more dims than the target
+// (NumPy accepts x[0] = ones((1, 3)) for a (3,) target).
+Tensor strip_leading_ones(Tensor v, std::size_t target_dims) {
+  while (static_cast<std::size_t>(v.dim()) > target_dims && v.size(0) == 1) v = v.squeeze(0);
+  return v;
+}
+
+}  // namespace
+
+std::string IndexItem::str() const {
+  std::ostringstream os;
+  if (is_int()) os << as_int();
+  else if (is_bool()) os << (as_bool() ? "True" : "False");
+  else if (is_ellipsis()) os << "...";
+  else if (is_new_axis()) os << "None";
+  else if (is_slice()) {
+    const Slice& s = as_slice();
+    if (s.start) os << *s.start;
+    os << ':';
+    if (s.stop) os << *s.stop;
+    if (s.step) os << ':' << *s.step;
+  } else {
+    os << "tensor(shape=" << detail::shape_str(as_tensor().shape()) << ", dtype=" << as_tensor().dtype() << ")";
+  }
+  return os.str();
+}
+
+const char* index_kind_name(IndexKind k) noexcept {
+  switch (k) {
+    case IndexKind::kView: return "VIEW";
+    case IndexKind::kGather: return "GATHER";
+    case IndexKind::kScatter: return "SCATTER";
+    case IndexKind::kCopy: return "COPY";
+    case IndexKind::kFill: return "FILL";
+  }
+  return "?";
+}
+
+IndexPlan plan_index(const Tensor& x, const std::vector<IndexItem>& items) {
+  const Parsed p = parse(x, items);
+  if (p.indices.empty()) return make_plan(x, p, nullptr, IndexKind::kView);
+  const Advanced a = build_advanced(p);
+  return make_plan(x, p, &a, IndexKind::kGather);
+}
+
+IndexPlan plan_index_put(const Tensor& x, const std::vector<IndexItem>& items, bool value_is_scalar) {
+  const Parsed p = parse(x, items);
+  if (p.indices.empty()) return make_plan(x, p, nullptr, value_is_scalar ? IndexKind::kFill : IndexKind::kCopy);
+  const Advanced a = build_advanced(p);
+  return make_plan(x, p, &a, IndexKind::kScatter);
+}
+
+Tensor index(const Tensor& x, const std::vector<IndexItem>& items) {
+  const Parsed p = parse(x, items);
+  if (p.indices.empty()) return p.view;
+  const Advanced a = build_advanced(p);
+  Tensor out = empty(a.result_shape, TensorOptions(x.dtype(), x.device()));
+  if (out.numel() > 0) {
+    auto fn = detail::kernel_entry(x.device(), &kernels::KernelTable::gather, "index (gather)");
+    const kernels::IndexArgs args = index_args(a);
+    fn(detail::kernel_ctx(x.device()), detail::operand(out), a.restrided, args);
+  }
+  return out;
+}
+
+void index_put(Tensor& x, const std::vector<IndexItem>& items, const Tensor& value_in) {
+  detail::check_defined(value_in, "index_put");
+  const Parsed p = parse(x, items);
+  if (p.indices.empty()) {
+    Tensor view = p.view;
+    view.copy_(strip_leading_ones(value_in, static_cast<std::size_t>(view.dim())));
+    return;
+  }
+  const Advanced a = build_advanced(p);
+  Tensor value = strip_leading_ones(value_in, a.result_shape.size());
+  const Shape b = broadcast_shapes(a.result_shape, value.shape());
+  GENESIS_CHECK(b == a.result_shape, "shape mismatch: value tensor of shape ", detail::shape_str(value_in.shape()),
+                " cannot be broadcast to indexing result of shape ", detail::shape_str(a.result_shape));
+  if (value.device() != x.device() || value.dtype() != x.dtype()) {
+    value = value.to(x.device(), x.dtype());
+  } else if (detail::may_overlap(x, value)) {
+    value = value.clone();  // reads must not see this assignment's writes
+  }
+  if (detail::shape_numel(a.result_shape) == 0) return;
+  auto fn = detail::kernel_entry(x.device(), &kernels::KernelTable::scatter, "index_put (scatter)");
+  fn(detail::kernel_ctx(x.device()), a.restrided, detail::operand(value, a.result_shape), index_args(a), false);
+}
+
+void index_put(Tensor& x, const std::vector<IndexItem>& items, Scalar value) {
+  const Parsed p = parse(x, items);
+  if (p.indices.empty()) {
+    Tensor view = p.view;
+    view.fill_(value);
+    return;
+  }
+  const Advanced a = build_advanced(p);
+  if (detail::shape_numel(a.result_shape) == 0) return;
+  auto fn = detail::kernel_entry(x.device(), &kernels::KernelTable::scatter, "index_put (scatter)");
+  fn(detail::kernel_ctx(x.device()), a.restrided, detail::scalar_operand(value, x.dtype(), a.result_shape),
+     index_args(a), false);
+}
+
+Tensor Tensor::operator[](const std::vector<IndexItem>& items) const { return index(*this, items); }
+Tensor Tensor::operator[](const Tensor& idx) const { return index(*this, {IndexItem(idx)}); }
+Tensor& Tensor::index_put_(const std::vector<IndexItem>& items, const Tensor& value) {
+  index_put(*this, items, value);
+  return *this;
+}
+Tensor& Tensor::index_put_(const std::vector<IndexItem>& items, Scalar value) {
+  index_put(*this, items, value);
+  return *this;
+}
+
+}  // namespace genesis
