@@ -355,7 +355,7 @@ void index_put(Tensor& x, const std::vector<IndexItem>& items, Scalar value) {
 }
 
 Tensor Tensor::operator[](const std::vector<IndexItem>& items) const { return index(*this, items); }
-Tensor Tensor::operator[](const Tensor& idx) const { return index(*this, {IndexItem(idx)}); }
+Tensor Tensor::index_with_tensor(const Tensor& idx) const { return index(*this, {IndexItem(idx)}); }
 Tensor& Tensor::index_put_(const std::vector<IndexItem>& items, const Tensor& value) {
   index_put(*this, items, value);
   return *this;

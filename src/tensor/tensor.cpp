@@ -117,6 +117,11 @@ Tensor make_view(const Tensor& t, Shape shape, Shape strides, std::int64_t offse
                 got, " (nested lists must be rectangular)");
 }
 
+void check_count(std::size_t count, const Shape& shape) {
+  GENESIS_CHECK(static_cast<std::int64_t>(count) == shape_numel(shape), "tensor(): ", count,
+                " values cannot fill shape ", shape_str(shape), " (", shape_numel(shape), " elements)");
+}
+
 }  // namespace detail
 
 // -------------------------------------------------------------- Tensor ---

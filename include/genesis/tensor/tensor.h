@@ -258,13 +258,23 @@ class Tensor {
   // ---------------------------------------------------------- indexing ---
   /// NumPy indexing (tensor/index.h): `x[{0, Slice(1, None), Ellipsis}]`.
   Tensor operator[](const std::vector<IndexItem>& items) const;
-  Tensor operator[](std::int64_t i) const { return select(0, i); }
-  Tensor operator[](const Tensor& index) const;
+  /// x[i] (a template so that braced lists `x[{}]`, `x[{true}]` always mean
+  /// index lists).
+  template <typename I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  Tensor operator[](I i) const {
+    return select(0, static_cast<std::int64_t>(i));
+  }
+  /// x[index_tensor] (also a template, for the same reason).
+  template <typename T, std::enable_if_t<std::is_same_v<T, Tensor>, int> = 0>
+  Tensor operator[](const T& index) const {
+    return index_with_tensor(index);
+  }
   /// x[items] = value.
   Tensor& index_put_(const std::vector<IndexItem>& items, const Tensor& value);
   Tensor& index_put_(const std::vector<IndexItem>& items, Scalar value);
 
   // ---------------------------------------------------------- internals ---
+  Tensor index_with_tensor(const Tensor& index) const;
   const detail::TensorImpl& impl() const;
   detail::TensorImpl& mutable_impl();
 
