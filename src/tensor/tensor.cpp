@@ -112,6 +112,43 @@ Tensor make_view(const Tensor& t, Shape shape, Shape strides, std::int64_t offse
   return Tensor(t.storage(), std::move(shape), std::move(strides), offset);
 }
 
+// Note [Cross-device copies]: every dtype conversion, broadcast and layout
+// change happens on the CPU side of a transfer whenever one side is the CPU,
+// so moving data to and from a GPU needs no GPU kernel when the GPU side is
+// contiguous (tensor(data, device=cuda), .to("cuda"), .cpu(), item()).
+Tensor bring_to_device(const Tensor& src, Tensor& dst) {
+  const Device cpu{};
+  if (dst.device().is_cpu()) {  // GPU -> CPU: packed bytes, then the CPU kernel
+    Tensor packed = src.contiguous();
+    Tensor host = empty(packed.shape(), TensorOptions(packed.dtype(), cpu));
+    copy_bytes(host.data_ptr(), cpu, packed.data_ptr(), packed.device(), packed.nbytes());
+    return host;
+  }
+  if (src.device().is_cpu()) {  // CPU -> GPU: convert on the host first
+    Tensor staged = src;
+    if (src.dtype() != dst.dtype() || src.shape() != dst.shape() || !src.is_contiguous()) {
+      staged = empty(dst.shape(), TensorOptions(dst.dtype(), cpu));
+      staged.copy_(src);
+    }
+    if (dst.is_contiguous()) {
+      copy_bytes(dst.data_ptr(), dst.device(), staged.data_ptr(), cpu, dst.nbytes());
+      return Tensor();
+    }
+    Tensor here = empty(dst.shape(), TensorOptions(dst.dtype(), dst.device()));
+    copy_bytes(here.data_ptr(), here.device(), staged.data_ptr(), cpu, here.nbytes());
+    return here;
+  }
+  // GPU -> another GPU: packed bytes over, then the destination's kernel.
+  Tensor packed = src.contiguous();
+  if (dst.is_contiguous() && packed.dtype() == dst.dtype() && packed.shape() == dst.shape()) {
+    copy_bytes(dst.data_ptr(), dst.device(), packed.data_ptr(), packed.device(), packed.nbytes());
+    return Tensor();
+  }
+  Tensor here = empty(packed.shape(), TensorOptions(packed.dtype(), dst.device()));
+  copy_bytes(here.data_ptr(), here.device(), packed.data_ptr(), packed.device(), packed.nbytes());
+  return here;
+}
+
 [[noreturn]] void throw_ragged(std::int64_t expected, std::size_t got) {
   GENESIS_THROW(InvalidArgumentError, "tensor(): expected a sequence of length ", expected, " at each position, got ",
                 got, " (nested lists must be rectangular)");
@@ -214,12 +251,8 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
   if (numel() == 0) return *this;
   Tensor src = src_in;
   if (src.device() != device()) {
-    // Bring the source over packed, in its own dtype; the cast and the
-    // destination's strides are then handled on this device.
-    Tensor packed = src.contiguous();
-    Tensor here = empty(packed.shape(), TensorOptions(packed.dtype(), device()));
-    copy_bytes(here.data_ptr(), device(), packed.data_ptr(), packed.device(), packed.nbytes());
-    src = here;
+    src = detail::bring_to_device(src, *this);
+    if (!src.defined()) return *this;  // transferred straight into place
   } else if (detail::may_overlap(*this, src) && !detail::same_elements(*this, src)) {
     src = src.clone();
   }
