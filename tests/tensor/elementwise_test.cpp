@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "genesis/tensor/api.h"
 
@@ -170,6 +171,21 @@ TEST(TensorElementwise, LargeMultithreaded) {
   Tensor z = t + 0;
   EXPECT_EQ(z.tolist<double>()[1], 1024.0);
   EXPECT_TRUE(equal(z.T(), x.view({1024, 1024})));
+}
+
+TEST(TensorConcurrency, IndependentOpsFromManyThreads) {
+  // Many threads share the CPU pool; each result must be unaffected.
+  std::vector<std::thread> threads;
+  std::vector<double> sums(6, 0.0);
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([t, &sums] {
+      Tensor x = full({1 << 16}, t, DType::kFloat64);
+      for (int r = 0; r < 5; ++r) x = x * 1.0 + 0.0;
+      sums[static_cast<std::size_t>(t)] = x.sum().item<double>();
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 6; ++t) EXPECT_EQ(sums[static_cast<std::size_t>(t)], t * 65536.0);
 }
 
 TEST(TensorElementwise, DeviceMismatchAndUndefined) {

@@ -104,6 +104,35 @@ TEST(IndexAdvanced, IntegerTensors) {
   EXPECT_EQ(t.tolist<std::int64_t>(), (V{8, 20, 0, 12, 10, 22, 2, 14}));
 }
 
+TEST(IndexAdvanced, MoreNumPyCases) {
+  Tensor x = X();
+  // x[..., [0, 2]] -> (2, 3, 2)
+  Tensor a = x[{Ellipsis, idx({0, 2})}];
+  EXPECT_EQ(a.shape(), (Shape{2, 3, 2}));
+  EXPECT_EQ((a[{1, 2}].tolist<std::int64_t>()), (V{20, 22}));
+  // x[[[0, 1]]] (a 2-d index) -> (1, 2, 3, 4)
+  EXPECT_EQ(x[tensor({{0, 1}})].shape(), (Shape{1, 2, 3, 4}));
+  // x[1:, [2, 0]] -> (1, 2, 4): [[8..11], [0..3]] of x[1]
+  EXPECT_EQ((x[{Slice(1, None), idx({2, 0})}].tolist<std::int64_t>()), (V{20, 21, 22, 23, 12, 13, 14, 15}));
+  // x[None, [0, 1], None, [1, 2]] -> advanced separated by None: (2, 1, 1, 4)
+  Tensor b = x[{None, idx({0, 1}), None, idx({1, 2})}];
+  EXPECT_EQ(b.shape(), (Shape{2, 1, 1, 4}));
+  EXPECT_EQ(b.tolist<std::int64_t>(), (V{4, 5, 6, 7, 20, 21, 22, 23}));
+  // x[1, x[1] > 17] -> the int and the mask are adjacent advanced indices
+  EXPECT_EQ((x[{1, x[1] > 17}].tolist<std::int64_t>()), (V{18, 19, 20, 21, 22, 23}));
+  // x[[1, 0], ::-1, -1] -> ints join the advanced group but are separated by the slice
+  Tensor c = x[{idx({1, 0}), Slice(None, None, -1), -1}];
+  EXPECT_EQ(c.shape(), (Shape{2, 3}));
+  EXPECT_EQ(c.tolist<std::int64_t>(), (V{23, 19, 15, 11, 7, 3}));
+  // Duplicated indices gather duplicates.
+  EXPECT_EQ((x[{0, 0, idx({3, 3, 0})}].tolist<std::int64_t>()), (V{3, 3, 0}));
+  // A 2-d mask assignment with a broadcast row value.
+  Tensor y = zeros({2, 3, 4}, DType::kInt64);
+  y.index_put_({tensor({{true, false, false}, {false, false, true}})}, tensor({1, 2, 3, 4}));
+  EXPECT_EQ(y.sum().item<std::int64_t>(), 20);
+  EXPECT_EQ((y[{1, 2}].tolist<std::int64_t>()), (V{1, 2, 3, 4}));
+}
+
 TEST(IndexAdvanced, OutOfRangeIsIndexErrorNamingTheDimension) {
   Tensor x = X();
   auto expect_msg = [](auto&& f, const std::string& want) {
