@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "genesis/tensor/api.h"
 
@@ -120,6 +121,52 @@ TEST(TensorReduce, LargeIsDeterministicAndAccurate) {
   EXPECT_EQ(cols.tolist<double>()[0], 1024.0 * 1023 / 2 * 1024);
   auto [v, i] = y.max(1);
   EXPECT_EQ(i.tolist<std::int64_t>()[5], 1023);
+}
+
+}  // namespace
+}  // namespace genesis
+
+namespace genesis {
+namespace {
+
+// Sum/max over random dim subsets of random (possibly permuted) tensors
+// against a naive loop; covers the per-output, blocked and row paths.
+TEST(TensorReduce, RandomizedAgainstNaive) {
+  std::mt19937 rng(5);
+  auto rnd = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int trial = 0; trial < 200; ++trial) {
+    const Shape base{rnd(1, 9), rnd(1, 40), rnd(1, 12)};
+    Tensor x = randn(base, DType::kFloat64);
+    if (rnd(0, 1)) x = x.permute({2, 0, 1});
+    const Shape sh = x.shape();
+    std::vector<std::int64_t> dims;
+    for (std::int64_t d = 0; d < 3; ++d)
+      if (rnd(0, 1)) dims.push_back(d);
+    if (dims.empty()) dims.push_back(rnd(0, 2));
+    const bool keep = rnd(0, 1);
+    Tensor s = x.sum(dims, keep), m = x.amax(dims, keep);
+    const auto v = x.contiguous().tolist<double>();
+    std::vector<bool> red(3, false);
+    for (auto d : dims) red[static_cast<std::size_t>(d)] = true;
+    Shape out_shape{red[0] ? 1 : sh[0], red[1] ? 1 : sh[1], red[2] ? 1 : sh[2]};
+    std::vector<double> es(static_cast<std::size_t>(out_shape[0] * out_shape[1] * out_shape[2]), 0.0);
+    std::vector<double> em(es.size(), -1e300);
+    for (std::int64_t i = 0; i < sh[0]; ++i)
+      for (std::int64_t j = 0; j < sh[1]; ++j)
+        for (std::int64_t k = 0; k < sh[2]; ++k) {
+          const std::int64_t o = ((red[0] ? 0 : i) * out_shape[1] + (red[1] ? 0 : j)) * out_shape[2] + (red[2] ? 0 : k);
+          const double val = v[static_cast<std::size_t>((i * sh[1] + j) * sh[2] + k)];
+          es[static_cast<std::size_t>(o)] += val;
+          em[static_cast<std::size_t>(o)] = std::max(em[static_cast<std::size_t>(o)], val);
+        }
+    const auto got_s = s.tolist<double>(), got_m = m.tolist<double>();
+    ASSERT_EQ(got_s.size(), es.size());
+    for (std::size_t i = 0; i < es.size(); ++i) {
+      ASSERT_NEAR(got_s[i], es[i], 1e-9) << "trial " << trial;
+      ASSERT_EQ(got_m[i], em[i]) << "trial " << trial;
+    }
+    ASSERT_EQ(s.dim(), keep ? 3 : 3 - static_cast<std::int64_t>(dims.size()));
+  }
 }
 
 }  // namespace
