@@ -132,3 +132,30 @@ TEST(TensorShape, SliceSelectNarrow) {
 
 }  // namespace
 }  // namespace genesis
+
+namespace genesis {
+namespace {
+
+TEST(TensorShape, TransposedCopiesAreTiledCorrectly) {
+  Tensor x = arange(3 * 50 * 70).view({3, 50, 70});
+  for (DType dt : {DType::kInt64, DType::kFloat32, DType::kFloat16}) {
+    Tensor t = empty({3, 70, 50}, dt);
+    t.copy_(x.transpose(1, 2));
+    const auto v = t.tolist<std::int64_t>();
+    for (std::int64_t b = 0; b < 3; ++b)
+      for (std::int64_t i = 0; i < 70; i += 7)
+        for (std::int64_t j = 0; j < 50; j += 3) {
+          const std::int64_t want = (b * 50 + j) * 70 + i;
+          const std::int64_t got = v[static_cast<std::size_t>((b * 70 + i) * 50 + j)];
+          if (dt == DType::kFloat16) ASSERT_EQ(got, static_cast<std::int64_t>(static_cast<float>(Half(static_cast<float>(want)))));
+          else ASSERT_EQ(got, want);
+        }
+  }
+  // Writing into a transposed destination.
+  Tensor d = zeros({70, 50}, DType::kInt64);
+  d.T().copy_(x[0]);
+  EXPECT_TRUE(equal(d.T(), x[0]));
+}
+
+}  // namespace
+}  // namespace genesis

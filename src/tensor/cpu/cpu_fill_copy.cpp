@@ -1,5 +1,6 @@
 // CPU kernels that produce values without arithmetic inputs: fill, copy
 // (strided, with dtype cast), iota and random (Note [Random numbers]).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -36,6 +37,48 @@ bool is_contiguous(const StridedOperand& op) {
   }
   return true;
 }
+// A copy whose two operands have their unit strides in different dims of
+// the last two (a transpose): walking either one row by row strides through
+// the other's memory, so the two dims are walked in 32 x 32 tiles instead.
+template <typename D, typename S>
+bool transposed_copy(const Loop& l) {
+  if (l.ndim < 2) return false;
+  const int a = l.ndim - 2, b = l.ndim - 1;
+  const std::int64_t dsz = sizeof(D), ssz = sizeof(S);
+  const bool crossed = (l.strides[0][b] == dsz && l.strides[1][a] == ssz) ||
+                       (l.strides[0][a] == dsz && l.strides[1][b] == ssz);
+  if (!crossed || l.sizes[a] < 32 || l.sizes[b] < 32) return false;
+  constexpr std::int64_t kTile = 32;
+  const std::int64_t rows = l.sizes[a], cols = l.sizes[b];
+  const std::int64_t outer = l.numel() / (rows * cols);
+  const std::int64_t row_tiles = (rows + kTile - 1) / kTile;
+  parallel_for(outer * row_tiles, std::max<std::int64_t>(1, kParallelGrain / (kTile * cols)),
+               [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t t = lo; t < hi; ++t) {
+      std::int64_t o = t / row_tiles;
+      const std::int64_t r0 = (t % row_tiles) * kTile, r1 = std::min(rows, r0 + kTile);
+      char* dbase = l.base[0];
+      const char* sbase = l.base[1];
+      for (int d = a - 1; d >= 0; --d) {
+        const std::int64_t i = o % l.sizes[d];
+        o /= l.sizes[d];
+        dbase += i * l.strides[0][d];
+        sbase += i * l.strides[1][d];
+      }
+      for (std::int64_t c0 = 0; c0 < cols; c0 += kTile) {
+        const std::int64_t c1 = std::min(cols, c0 + kTile);
+        for (std::int64_t r = r0; r < r1; ++r) {
+          for (std::int64_t c = c0; c < c1; ++c) {
+            store<D>(dbase + r * l.strides[0][a] + c * l.strides[0][b],
+                     cast<D>(load<S>(sbase + r * l.strides[1][a] + c * l.strides[1][b])));
+          }
+        }
+      }
+    }
+  });
+  return true;
+}
+
 }  // namespace
 
 void copy(const KernelContext&, const StridedOperand& dst, const StridedOperand& src) {
@@ -53,6 +96,7 @@ void copy(const KernelContext&, const StridedOperand& dst, const StridedOperand&
     using D = typename decltype(dtag)::type;
     dispatch(src.dtype, [&](auto stag) {
       using S = typename decltype(stag)::type;
+      if (transposed_copy<D, S>(loop)) return;
       run(loop, [&](char** p, const std::int64_t* s, std::int64_t n) {
         if (s[0] == sizeof(D) && s[1] == sizeof(S)) {
           D* o = reinterpret_cast<D*>(p[0]);
