@@ -62,6 +62,7 @@ Destination destination(Tensor* out, DType dt, const Shape& shape, Device device
   GENESIS_CHECK(out->device() == device, name, ": the output is on ", out->device(), " but the operands on ", device);
   GENESIS_CHECK_TYPE(can_cast(dt, out->dtype()), name, ": result type ", dt, " can't be cast to the desired output type ",
                      out->dtype());
+  detail::check_no_internal_overlap(*out, name);
   d.final_out = out;
   d.target = out->dtype() == dt ? *out : empty(shape, TensorOptions(dt, device));
   return d;

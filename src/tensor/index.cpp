@@ -319,6 +319,7 @@ Tensor index(const Tensor& x, const std::vector<IndexItem>& items) {
 
 void index_put(Tensor& x, const std::vector<IndexItem>& items, const Tensor& value_in) {
   detail::check_defined(value_in, "index_put");
+  detail::check_no_internal_overlap(x, "index_put");
   const Parsed p = parse(x, items);
   if (p.indices.empty()) {
     Tensor view = p.view;

@@ -104,6 +104,14 @@ bool same_elements(const Tensor& a, const Tensor& b) {
          a.strides() == b.strides();
 }
 
+void check_no_internal_overlap(const Tensor& t, const char* what) {
+  for (std::size_t d = 0; d < t.shape().size(); ++d) {
+    GENESIS_CHECK(t.shape()[d] <= 1 || t.strides()[d] != 0, what, ": unsupported operation: more than one element of "
+                  "the written-to tensor refers to a single memory location (dimension ", d, " is expanded); "
+                  "call clone() first");
+  }
+}
+
 void check_defined(const Tensor& t, const char* what) {
   GENESIS_CHECK(t.defined(), what, ": the tensor is undefined (default-constructed)");
 }
@@ -249,6 +257,7 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
   GENESIS_CHECK(b == shape(), "copy_: the source of shape ", detail::shape_str(src_in.shape()),
                 " does not broadcast to the destination shape ", detail::shape_str(shape()));
   if (numel() == 0) return *this;
+  detail::check_no_internal_overlap(*this, "copy_");
   Tensor src = src_in;
   if (src.device() != device()) {
     src = detail::bring_to_device(src, *this);

@@ -49,6 +49,10 @@ bool may_overlap(const Tensor& a, const Tensor& b);
 /// shape and strides).
 bool same_elements(const Tensor& a, const Tensor& b);
 
+/// InvalidArgumentError when several elements of `t` share one memory
+/// location (an expanded tensor): writing it would race and depend on order.
+void check_no_internal_overlap(const Tensor& t, const char* what);
+
 /// Checks that `t` is defined (InvalidArgumentError naming `what`).
 void check_defined(const Tensor& t, const char* what);
 

@@ -189,6 +189,9 @@ TEST(TensorConcurrency, IndependentOpsFromManyThreads) {
 }
 
 TEST(TensorElementwise, DeviceMismatchAndUndefined) {
+  Tensor e = zeros({3}).expand({2, 3});
+  EXPECT_THROW(e.add_(1), InvalidArgumentError);
+  EXPECT_THROW(e.copy_(ones({2, 3})), InvalidArgumentError);
   EXPECT_THROW(Tensor() + 1, InvalidArgumentError);
 }
 

@@ -195,9 +195,9 @@ struct KernelTable {
 
   /// The mirror of gather: dst_elem(i) = values[i] (accumulate: +=). values
   /// has dst's dtype and may broadcast or be is_scalar. Where several i hit
-  /// one element, which write wins is unspecified (the CPU backend runs in
-  /// order for small problems, so the last wins there; NumPy also leaves it
-  /// unspecified); accumulate must add every value.
+  /// one element, which write wins is unspecified (the CPU backend runs
+  /// serially in row-major order of i, so the last wins there; NumPy also
+  /// leaves it unspecified); accumulate must add every value.
   void (*scatter)(const KernelContext& ctx, const StridedOperand& dst, const StridedOperand& values,
                   const IndexArgs& index, bool accumulate) = nullptr;
 

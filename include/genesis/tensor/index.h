@@ -17,8 +17,13 @@
 // any kernel touches memory; an out-of-range one raises IndexError "index 7
 // is out of bounds for dimension 1 with size 5", the dimension numbered in
 // the indexed tensor. Duplicate positions in an assignment: the last write
-// wins on the CPU for problems below the parallel threshold; NumPy leaves
-// it unspecified, so does Genesis in general.
+// (in row-major order of the indexing result) wins on the CPU, whose scatter
+// is serial; NumPy leaves it unspecified, and so does Genesis for other
+// backends (a CUDA scatter may keep any of the values).
+//
+// On CUDA the bounds check reads each index tensor's min and max on the host
+// (one synchronisation per advanced index), and a boolean mask needs its
+// count (one more): the price of raising IndexError before any kernel runs.
 #pragma once
 
 #include <cstdint>

@@ -2,12 +2,15 @@
 //
 // Element-wise operations broadcast their operands (NumPy rule) and compute
 // in the promoted dtype (Note [Type promotion] in tensor/promotion.h). A
-// `_out` form writes into `out` without allocating when out already has the
-// result's shape (its dtype must be able to hold the result, can_cast; it
-// is resized - reallocated - otherwise, like PyTorch's out= with a warning
-// there). Every function throws InvalidArgumentError for operands on
-// different devices or shapes that do not broadcast, TypeMismatchError for
-// a dtype the operation does not accept.
+// `_out` form writes into `out`, which must have the broadcast shape
+// (InvalidArgumentError otherwise: Genesis never silently reallocates an
+// out= buffer) and a dtype that can hold the result (can_cast, else
+// TypeMismatchError). It allocates nothing when out's dtype is the result
+// dtype; otherwise the result goes through one temporary and is cast into
+// out. Inputs that partially overlap out are copied first. Every function
+// throws InvalidArgumentError for operands on different devices or shapes
+// that do not broadcast, TypeMismatchError for a dtype the operation does
+// not accept.
 #pragma once
 
 #include "genesis/tensor/tensor.h"
