@@ -22,6 +22,8 @@ TEST(TensorPrint, Basic) {
   EXPECT_EQ(tensor(2.5).str(), "tensor(2.5000)");
   EXPECT_EQ(tensor(7).str(), "tensor(7)");
   EXPECT_EQ(tensor({-3, 10}).str(), "tensor([-3, 10])");
+  EXPECT_EQ(tensor({std::numeric_limits<std::int64_t>::max()}).str(), "tensor([9223372036854775807])");
+  EXPECT_EQ(tensor(true).str(), "tensor(True)");
   std::ostringstream os;
   os << tensor({1, 2});
   EXPECT_EQ(os.str(), "tensor([1, 2])");
