@@ -48,6 +48,11 @@ TEST(TensorElementwise, IntegerSemantics) {
   Tensor i = tensor({std::numeric_limits<std::int64_t>::max()});
   EXPECT_EQ((i + 1).item<std::int64_t>(), std::numeric_limits<std::int64_t>::min());
   EXPECT_EQ(abs(tensor({-3, 4}, D::kInt8)).tolist<int>(), (std::vector<int>{3, 4}));
+  const std::int64_t lo = std::numeric_limits<std::int64_t>::min();
+  EXPECT_EQ(floor_divide(tensor({lo}), -1).item<std::int64_t>(), lo);  // wraps, no trap
+  EXPECT_EQ(remainder(tensor({lo}), -1).item<std::int64_t>(), 0);
+  EXPECT_EQ(floor_divide(tensor({5}), 0).item<std::int64_t>(), 0);  // documented: no error
+  EXPECT_EQ((-tensor({lo})).item<std::int64_t>(), lo);
 }
 
 TEST(TensorElementwise, UnaryMath) {
