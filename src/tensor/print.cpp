@@ -136,7 +136,7 @@ void visit(const Shape& shape, const Shape& strides, std::size_t d, std::int64_t
   }
 }
 
-std::string vector_str(const Reader& r, const Shape& shape, const Shape& strides, std::int64_t base, std::size_t indent,
+std::string vector_str(const Shape& shape, const Shape& strides, std::int64_t base, std::size_t indent,
                        bool summarize, const Formatter& f) {
   const std::size_t element_length = f.width() + 2;
   const std::size_t per_line = std::max<std::size_t>(
@@ -158,17 +158,17 @@ std::string vector_str(const Reader& r, const Shape& shape, const Shape& strides
   return out + "]";
 }
 
-std::string tensor_str(const Reader& r, const Shape& shape, const Shape& strides, std::size_t d, std::int64_t base,
+std::string tensor_str(const Shape& shape, const Shape& strides, std::size_t d, std::int64_t base,
                        std::size_t indent, bool summarize, const Formatter& f) {
   const std::size_t dims = shape.size() - d;
   if (dims == 1) {
-    return vector_str(r, Shape(shape.begin() + static_cast<std::ptrdiff_t>(d), shape.end()),
+    return vector_str(Shape(shape.begin() + static_cast<std::ptrdiff_t>(d), shape.end()),
                       Shape(strides.begin() + static_cast<std::ptrdiff_t>(d), strides.end()), base, indent, summarize, f);
   }
   const std::int64_t n = shape[d];
   std::vector<std::string> slices;
   auto one = [&](std::int64_t i) {
-    slices.push_back(tensor_str(r, shape, strides, d + 1, base + i * strides[d], indent + 1, summarize, f));
+    slices.push_back(tensor_str(shape, strides, d + 1, base + i * strides[d], indent + 1, summarize, f));
   };
   if (summarize && n > 2 * kEdgeItems) {
     for (std::int64_t i = 0; i < kEdgeItems; ++i) one(i);
@@ -230,7 +230,7 @@ std::string Tensor::str() const {
     const Shape& st = r.host.strides();
     visit(sh, st, 0, 0, summarize, collect);
     const Formatter f(r, shown, dt);
-    body = dim() == 0 ? f.format(0) : tensor_str(r, sh, st, 0, 0, indent, summarize, f);
+    body = dim() == 0 ? f.format(0) : tensor_str(sh, st, 0, 0, indent, summarize, f);
   }
   return add_suffixes(prefix + body, suffixes, indent);
 }
