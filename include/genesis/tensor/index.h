@@ -98,8 +98,11 @@ enum class IndexKind : std::uint8_t {
 const char* index_kind_name(IndexKind k) noexcept;
 
 /// How an index expression will run (SPEC T5). Built by plan_index /
-/// plan_index_put; the index tensors are already checked (IndexError) and on
-/// the tensor's device.
+/// plan_index_put, and what index() / index_put() execute: a VIEW is
+/// `view` itself, FILL and COPY write into `view`, GATHER and SCATTER run
+/// the device's gather/scatter kernel over `view` restrided by
+/// (advanced_position, indexed_dims) with `index_tensors`. The index
+/// tensors are already checked (IndexError) and on the tensor's device.
 struct IndexPlan {
   IndexKind kind = IndexKind::kView;
   /// Shape of x[items] (for assignments: the shape the value broadcasts to).
