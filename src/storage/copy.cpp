@@ -115,21 +115,22 @@ void copy_cuda(void* dst, Device dd, const void* src, Device sd, std::size_t n, 
   const StreamId ds = resolve_stream(dd, stream);
   const StreamId ss = resolve_stream(sd, kCurrentStream);
   cuda::EventPool& ev = keep_alive().events;
+  auto order = [&ev](int after_device, StreamId after, int before_device, StreamId before) {
+    const std::uintptr_t e = ev.record(after_device, after);
+    try {
+      ev.wait(e, before_device, before);
+    } catch (...) {
+      ev.release(e);
+      throw;
+    }
+    ev.release(e);
+  };
+  order(sd.index(), ss, dd.index(), ds);  // the data is ready
   {
-    const std::uintptr_t produced = ev.record(sd.index(), ss);
     cuda::DeviceGuard guard(dd.index());
-    const cudaError_t e = cudaStreamWaitEvent(as_cuda(ds), reinterpret_cast<cudaEvent_t>(produced), 0);
-    ev.release(produced);
-    GENESIS_CUDA_CHECK(e);
     GENESIS_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dd.index(), src, sd.index(), n, as_cuda(ds)));
   }
-  const std::uintptr_t copied = ev.record(dd.index(), ds);
-  {
-    cuda::DeviceGuard guard(sd.index());
-    const cudaError_t e = cudaStreamWaitEvent(as_cuda(ss), reinterpret_cast<cudaEvent_t>(copied), 0);
-    ev.release(copied);
-    GENESIS_CUDA_CHECK(e);
-  }
+  order(dd.index(), ds, sd.index(), ss);  // the source is free again
   if (!non_blocking) {
     cuda::DeviceGuard guard(dd.index());
     sync_stream(ds);
