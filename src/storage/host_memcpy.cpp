@@ -126,6 +126,8 @@ MemcpyPool& pool() {
 
 namespace storage_detail {
 
+int staging_threads() { return static_cast<int>(std::min(16u, hardware_threads())); }
+
 void memcpy_threads(void* dst, const void* src, std::size_t nbytes, int threads) {
   if (nbytes == 0) return;
   GENESIS_CHECK(dst != nullptr && src != nullptr, "parallel_memcpy: null pointer for ", nbytes, " bytes");
