@@ -153,6 +153,10 @@ IpcHandle export_ipc_handle(const void* ptr, std::size_t nbytes) {
 
   const DriverApi& api = driver();
   DeviceGuard guard(attr.device);
+  // The driver calls below use the thread's current context; cudaSetDevice
+  // binds the device's primary context (CUDA >= 12), which a thread that only
+  // asked cudaPointerGetAttributes may not have yet.
+  GENESIS_CUDA_CHECK(cudaSetDevice(attr.device));
   const auto dptr = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(ptr));
 
   int legacy_ipc = 0;
