@@ -159,12 +159,14 @@ IpcHandle export_ipc_handle(const void* ptr, std::size_t nbytes) {
   GENESIS_CUDA_CHECK(cudaSetDevice(attr.device));
   const auto dptr = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(ptr));
 
-  int legacy_ipc = 0;
-  if (CUresult r = api.pointer_attribute(&legacy_ipc, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, dptr);
-      r != CUDA_SUCCESS)
-    driver_fail(r, "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE)", __FILE__, __LINE__);
-  if (!legacy_ipc) {
-    // Tell the likely cause apart: a VMM allocation has a retainable handle.
+  // The driver knows whether cudaIpcGetMemHandle can take this allocation.
+  // If even the query fails (a driver without the attribute), go on and let
+  // cudaIpcGetMemHandle decide, after the one check that gives a clear reason.
+  int legacy_ipc = 0;  // the driver writes a bool (1 byte) or an int: zeroed, either reads right
+  const bool known = api.pointer_attribute(&legacy_ipc, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, dptr) ==
+                     CUDA_SUCCESS;
+  if (!known || legacy_ipc == 0) {
+    // Tell the likely cause apart: only a VMM mapping has a retainable handle.
     bool vmm = false;
     if (api.retain_handle != nullptr && api.release != nullptr) {
       CUmemGenericAllocationHandle h{};
@@ -173,12 +175,14 @@ IpcHandle export_ipc_handle(const void* ptr, std::size_t nbytes) {
         (void)api.release(h);
       }
     }
-    GENESIS_THROW(InvalidArgumentError, "export_ipc_handle: the memory at ", ptr, " on cuda:", attr.device,
-                  " cannot be shared with cudaIpcGetMemHandle: ",
-                  vmm ? "it was mapped with the CUDA virtual-memory API (cuMemCreate/cuMemMap), as the caching "
-                        "allocator's expandable segments are; allocate it with expandable segments off"
-                      : "it was not allocated by cudaMalloc (cudaMallocAsync pools and virtual-memory mappings "
-                        "are not shareable this way)");
+    if (vmm || known) {
+      GENESIS_THROW(InvalidArgumentError, "export_ipc_handle: the memory at ", ptr, " on cuda:", attr.device,
+                    " cannot be shared with cudaIpcGetMemHandle: ",
+                    vmm ? "it was mapped with the CUDA virtual-memory API (cuMemCreate/cuMemMap), as the caching "
+                          "allocator's expandable segments are; allocate it with expandable segments off"
+                        : "it was not allocated by cudaMalloc (cudaMallocAsync pools and virtual-memory "
+                          "mappings are not shareable this way)");
+    }
   }
 
   CUdeviceptr base = 0;
