@@ -34,7 +34,6 @@ namespace {
 using convert_cuda::BoolByte;
 using convert_cuda::cast_one;
 
-
 // --- kernel --------------------------------------------------------------------
 
 /// N elements per vector step: the smaller element type moves 16 bytes, the
