@@ -4,7 +4,8 @@
 // Suites:
 //   GpuConvert            every dtype pair on edge cases + random inputs, at
 //                         aligned and misaligned offsets, in place, large
-//                         (grid-stride) runs, double/int64 -> 16-bit floats
+//                         (grid-stride) runs, queued without synchronising,
+//                         double/int64 -> 16-bit floats
 //                         around every rounding midpoint, argument errors.
 //                         Small enough for compute-sanitizer.
 //   GpuConvertExhaustive  all 65536 float16 / bfloat16 bit patterns to every
@@ -16,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -403,6 +405,50 @@ TEST_F(GpuConvert, DefaultStreamAndManagedMemory) {
                          "managed -> device"));
   (void)cudaFree(managed_src);
   (void)cudaFree(managed_dst);
+}
+
+// The conversion is queued on the stream and returns at once: with the
+// stream held by a host callback, convert_dtype_cuda must come back while the
+// stream is still blocked (a hidden synchronisation would deadlock; a
+// watchdog opens the gate after 20 s and the test then fails instead).
+TEST_F(GpuConvert, QueuesOnTheStreamWithoutSynchronising) {
+  const cuda::Stream stream = cuda::Stream::create();
+  const Bytes input = mixed_input(DType::kFloat32, 10000, 21);
+  const std::size_t count = input.size() / 4;
+  DeviceBuffer src(input.size()), dst_half(count * 2), dst_copy(input.size());
+  upload(src.data(), input.data(), input.size());
+
+  struct GateState {
+    std::atomic<bool> open{false};
+  } gate;
+  auto wait = [](void* p) {
+    auto* g = static_cast<GateState*>(p);
+    while (!g->open.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  };
+  GENESIS_CUDA_CHECK(cudaLaunchHostFunc(reinterpret_cast<cudaStream_t>(stream.id()), wait, &gate));
+  std::atomic<bool> returned{false};
+  std::atomic<bool> watchdog_fired{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 2000 && !returned.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!returned.load()) watchdog_fired = true;
+    gate.open = true;
+  });
+  convert_dtype_cuda(src.data(), DType::kFloat32, dst_half.data(), DType::kFloat16, count, stream.id());
+  convert_dtype_cuda(src.data(), DType::kFloat32, dst_copy.data(), DType::kFloat32, count, stream.id());
+  const bool pending = !stream.query();
+  returned = true;
+  watchdog.join();
+  EXPECT_FALSE(watchdog_fired.load()) << "convert_dtype_cuda waited for the stream (hidden synchronisation)";
+  EXPECT_TRUE(pending) << "the stream was still held by the callback, so the work must be pending";
+  stream.synchronize();
+
+  Bytes expected(count * 2), actual(count * 2), copy(input.size());
+  convert_dtype(input.data(), DType::kFloat32, expected.data(), DType::kFloat16, count);
+  download(actual.data(), dst_half.data(), actual.size());
+  download(copy.data(), dst_copy.data(), copy.size());
+  EXPECT_TRUE(same_bytes(input.data(), DType::kFloat32, expected.data(), actual.data(), DType::kFloat16, count,
+                         "queued behind a host callback"));
+  EXPECT_EQ(copy, input) << "float32 -> float32 is a plain stream-ordered copy";
 }
 
 // double -> float16/bfloat16 must round once from the double. Around every
