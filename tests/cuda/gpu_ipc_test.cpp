@@ -32,6 +32,7 @@
 #include "genesis/cuda/ipc.h"
 #include "genesis/cuda/runtime.h"
 #include "genesis/cuda/vmm.h"
+#include "support/spawn_self.h"
 
 extern char** environ;
 
@@ -77,60 +78,6 @@ std::string invalid_argument_message(Fn fn) {
   return "<no InvalidArgumentError>";
 }
 
-// Starts /proc/self/exe with `args` and `extra_env` added to this process's
-// environment; returns its exit status, or -1 (with a failure) if it was
-// killed, timed out or could not start.
-int run_self(const std::vector<std::string>& args, const std::vector<std::string>& extra_env,
-             std::chrono::seconds timeout) {
-  std::vector<std::string> env_strings(extra_env);
-  for (char** e = environ; *e != nullptr; ++e) {
-    bool overridden = false;
-    for (const auto& x : extra_env)
-      if (std::strncmp(*e, x.c_str(), x.find('=') + 1) == 0) overridden = true;
-    if (!overridden) env_strings.emplace_back(*e);
-  }
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::string exe = "/proc/self/exe";
-  std::vector<std::string> argv_strings{exe};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data());
-  if (rc != 0) {
-    ADD_FAILURE() << "posix_spawn(/proc/self/exe) failed: " << std::strerror(rc);
-    return -1;
-  }
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  int status = 0;
-  while (true) {
-    const pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (r < 0) {
-      ADD_FAILURE() << "waitpid failed: " << std::strerror(errno);
-      return -1;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      ADD_FAILURE() << "the child process did not finish within " << timeout.count() << " s and was killed";
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (WIFSIGNALED(status)) {
-    ADD_FAILURE() << "the child process died of signal " << WTERMSIG(status);
-    return -1;
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 TEST_F(GpuIpc, ChildProcessReadsAndWritesBack) {
   constexpr std::size_t kSegment = 4 * MiB;
   constexpr std::size_t kOffA = MiB / 2, kSizeA = MiB;
@@ -152,7 +99,7 @@ TEST_F(GpuIpc, ChildProcessReadsAndWritesBack) {
   EXPECT_EQ(a.device_uuid, get_device_properties(a.device).uuid);
   EXPECT_EQ(a.exporter, ipc_process_id());
 
-  const int code = run_self({"--gtest_filter=GpuIpcChild.OpenVerifyAndWriteBack"},
+  const int code = genesis::test::run_self({"--gtest_filter=GpuIpcChild.OpenVerifyAndWriteBack"},
                             {std::string(kEnvA) + "=" + a.to_string(), std::string(kEnvB) + "=" + b.to_string()},
                             std::chrono::seconds(180));
   EXPECT_EQ(code, 0) << "the child test failed: see its GpuIpcChild.OpenVerifyAndWriteBack output above";
