@@ -10,7 +10,9 @@ leak checks deterministically. Running out raises genesis.OutOfMemoryError
 ("Out of memory (sim:N): ..."; on a real GPU the text is "CUDA OOM: ...").
 
 ``host_allocate(n)`` / ``host_free(ptr)`` allocate from the process-wide host
-allocator (genesis.device('cpu')), so module-level statistics move in tests.
+allocator (genesis.device('cpu')), ``device_allocate(device, n)`` /
+``device_free(device, ptr)`` from any device's, so module-level statistics
+move in tests.
 Addresses returned here are for passing back only: Python never touches the
 memory.
 """
@@ -91,6 +93,20 @@ class SimulatedAllocator(AllocatorView):
     def fail_next_allocations(self, n):
         """The device refuses its next ``n`` segment requests."""
         self._sim.fail_next_allocations(to_count(n, "n", maximum=(1 << 62)))
+
+
+def device_allocate(device, nbytes, stream=0):
+    """Allocates from the process-wide allocator of ``device`` ('cpu',
+    'cuda:0', a genesis.device); returns the address. For tests: tensors and
+    storages allocate in C++."""
+    from ._registry import resolve
+    return resolve(device)._allocator().allocate(to_bytes(nbytes, "nbytes"), to_stream(stream))
+
+
+def device_free(device, ptr):
+    """Frees an address from device_allocate() on the same device."""
+    from ._registry import resolve
+    resolve(device)._allocator().deallocate(to_address(ptr))
 
 
 def host_allocate(nbytes):
