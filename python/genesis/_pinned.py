@@ -2,8 +2,9 @@
 and genesis.is_pinned(x).
 
 allocate_pinned returns a genesis.PinnedBuffer from the pinned pool: it
-supports the buffer protocol (memoryview(buf), numpy.frombuffer(buf, ...)),
-data_ptr() and free(), and goes back to the pool when collected. It needs a
+supports the buffer protocol (memoryview(buf), numpy.frombuffer(buf, ...))
+and data_ptr(), and goes back to the pool when it and every view of it are
+gone. It needs a
 GPU (pinning needs a CUDA context): without one it raises genesis.CudaError.
 """
 
