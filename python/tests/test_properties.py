@@ -134,9 +134,17 @@ def test_module_functions_never_crash(value):
     for call in (lambda: genesis.memory_stats(value), lambda: genesis.is_pinned(value),
                  lambda: genesis.check_memory_leaks(value), lambda: genesis.memory_manager.compact(value),
                  lambda: genesis.memory_manager.collect_garbage(value),
-                 lambda: genesis.enable_memory_profiling(value), lambda: genesis.allocate_pinned(value)):
+                 lambda: genesis.enable_memory_profiling(value)):
         try:
             call()
         except ARG_ERRORS:
             pass
     genesis.enable_memory_profiling(False)
+
+
+@given(st.one_of(st.text(), st.binary(), st.floats(), st.none(), st.booleans(),
+                 st.integers(max_value=0), st.integers(min_value=1 << 64)))
+def test_allocate_pinned_rejects_bad_sizes(value):
+    # Only values that must be refused: a valid size would pin real memory.
+    with pytest.raises(ARG_ERRORS):
+        genesis.allocate_pinned(value)
