@@ -57,3 +57,18 @@ from ._dtype import (all_dtypes, bfloat16, bool, double, dtype, float, float16, 
                      float64, half, int, int8, int16, int32, int64, long, short, uint8)
 
 __version__ = "0.1.0"
+
+__all__ = [
+    # errors
+    "OutOfMemoryError", "CudaError",
+    # devices and memory (SPEC M)
+    "device", "memory_stats", "detailed_memory_stats", "memory_summary", "memory_snapshot", "empty_cache",
+    "MemoryStats", "DetailedMemoryStats", "LargeAllocation", "Ratio",
+    "allocate_pinned", "is_pinned", "PinnedBuffer",
+    "cuda", "cpu", "memory_manager", "profiler", "memory_profiler", "memory_debug", "testing",
+    "enable_memory_profiling", "enable_memory_debugging", "set_memory_debug", "check_memory_leaks",
+    "MemoryLeak",
+    # dtypes (SPEC T1)
+    "dtype", "all_dtypes", "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+    "float32", "float64", "half", "float", "double", "short", "int", "long",
+]

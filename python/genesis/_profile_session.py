@@ -149,14 +149,13 @@ def _replay(label, start_ns, start_allocated, start_reserved, events):
     return r, Series(label, times, alloc_curve, resv_curve)
 
 
-def _total_series(series_by_label, events_by_label, start_ns):
-    """Allocated and reserved summed over all allocators, event by event."""
+def _total_series(series_by_label):
+    """Allocated and reserved summed over all allocators, point by point in
+    time order (point 0 of each series is the session start)."""
     allocated = sum(s.allocated[0] for s in series_by_label.values())
     reserved = sum(s.reserved[0] for s in series_by_label.values())
     merged = []
-    for label, events in events_by_label.items():
-        s = series_by_label[label]
-        # Series points 1.. correspond to the events that changed a figure.
+    for label, s in series_by_label.items():
         merged += [(t, label, i) for i, t in enumerate(s.times[1:], start=1)]
     merged.sort()
     times, alloc_curve, resv_curve = [0.0], [allocated], [reserved]
@@ -222,5 +221,5 @@ class ProfileSession:
             devices[label], series[label] = _replay(label, self.start_ns, st["allocated_bytes"],
                                                     st["reserved_bytes"], evs)
             devices[label].end_allocated = series[label].allocated[-1]
-        timeline = Timeline(list(series.values()), _total_series(series, events, self.start_ns))
+        timeline = Timeline(list(series.values()), _total_series(series))
         return MemoryReport((end - self.start_ns) / 1e9, devices, events, timeline)

@@ -8,8 +8,10 @@
 each function returns what the C++ allocators report.
 """
 
-from . import _C
+from ._memory_api import empty_cache
 from ._registry import process_allocators, resolve
+
+__all__ = ["collect_garbage", "compact", "warmup", "empty_cache"]
 
 
 def _targets(device):
@@ -34,11 +36,3 @@ def warmup(sizes, device=None, stream=0):
     """Reserves memory for common sizes ahead of time on one device (default:
     the default device): {size: count}, [(size, count)] or [size]."""
     resolve(device).warmup(sizes, stream)
-
-
-def empty_cache(device=None):
-    """Same as genesis.empty_cache()."""
-    if device is None:
-        _C.empty_all_caches()
-    else:
-        resolve(device).empty_cache()

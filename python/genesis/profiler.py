@@ -9,7 +9,9 @@ Every tracked allocator (host, GPUs, pinned, live simulated ones) is recorded
 while the block runs; see genesis/_profile_session.py for how.
 """
 
-from ._profile_session import DeviceReport, MemoryReport, ProfileSession  # noqa: F401 (re-exported)
+from ._profile_session import DeviceReport, MemoryReport, ProfileSession
+
+__all__ = ["profile_memory", "MemoryProfile", "MemoryReport", "DeviceReport"]
 
 
 class MemoryProfile:

@@ -19,7 +19,7 @@ memory.
 
 from . import _C
 from ._allocator_view import AllocatorView
-from ._registry import register_simulated
+from ._registry import register_simulated, resolve
 from ._sizes import to_address, to_bytes, to_count, to_stream
 
 
@@ -99,13 +99,11 @@ def device_allocate(device, nbytes, stream=0):
     """Allocates from the process-wide allocator of ``device`` ('cpu',
     'cuda:0', a genesis.device); returns the address. For tests: tensors and
     storages allocate in C++."""
-    from ._registry import resolve
     return resolve(device)._allocator().allocate(to_bytes(nbytes, "nbytes"), to_stream(stream))
 
 
 def device_free(device, ptr):
     """Frees an address from device_allocate() on the same device."""
-    from ._registry import resolve
     resolve(device)._allocator().deallocate(to_address(ptr))
 
 

@@ -12,6 +12,7 @@ real Python wrapper when its binding lands.
 """
 
 from .. import _C
+from .._device import device as _device
 from .._errors import require_cuda
 
 
@@ -35,8 +36,6 @@ def device_index(device, what):
     """None (current device), an int, 'cuda:N' or a genesis.device -> a CUDA
     index that exists. Raises CudaError without a GPU, ValueError / TypeError
     for a bad device."""
-    from .._device import device as _device  # late: genesis.cuda loads before genesis.device users
-
     if device is None:
         require_cuda(what)
         return _C.cuda_current_device()
