@@ -120,3 +120,20 @@ def test_profile_without_activity_says_so():
     with genesis.profiler.profile_memory() as prof:
         pass
     assert "no allocator activity" in prof.memory_summary()
+
+
+def test_reports_need_a_session(monkeypatch):
+    monkeypatch.setattr(genesis.memory_profiler, "_latest", None)
+    with pytest.raises(RuntimeError, match="enable_memory_profiling"):
+        genesis.memory_profiler.get_report()
+    with pytest.raises(RuntimeError):
+        genesis.memory_profiler.get_timeline()
+
+
+def test_enable_twice_keeps_the_running_session(host):
+    genesis.enable_memory_profiling(True)
+    p = testing.host_allocate(4096)
+    genesis.enable_memory_profiling(True)  # no restart: the allocation stays in the report
+    testing.host_free(p)
+    genesis.enable_memory_profiling(False)
+    assert genesis.memory_profiler.get_report().devices["cpu"].num_allocs == 1
