@@ -137,3 +137,23 @@ def test_enable_twice_keeps_the_running_session(host):
     testing.host_free(p)
     genesis.enable_memory_profiling(False)
     assert genesis.memory_profiler.get_report().devices["cpu"].num_allocs == 1
+
+
+def test_timeline_plot_without_a_path_shows(sim, monkeypatch):
+    # The seed's spelling, timeline.plot(), shows the figure: headless, with
+    # the non-interactive Agg backend, showing does nothing.
+    pytest.importorskip("matplotlib", reason="matplotlib (python3-matplotlib) is not installed")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    with genesis.memory_profiler.record():
+        sim.free(sim.allocate(MiB))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Agg is non-interactive, cannot show"
+        fig = genesis.memory_profiler.get_timeline().plot()
+    assert fig.axes and fig.axes[0].get_title() == "Genesis memory timeline"
+    plt.close(fig)
+    fig = genesis.memory_profiler.get_timeline().plot(show=False, device=sim.label)
+    assert len(fig.axes[0].get_lines()) == 2  # allocated and reserved of one allocator
