@@ -17,7 +17,7 @@
 # (Few files on purpose: some GPU runners only bring back a handful.)
 #
 # GENESIS_DEVICE_STAGES (comma list, default all) picks the stages after the
-# build: tests, sanitizer, bench, replay, copy. GENESIS_SANITIZER_FILTER is
+# build: tests, python, sanitizer, bench, replay, copy. GENESIS_SANITIZER_FILTER is
 # the gtest filter for the compute-sanitizer run (default: everything but the
 # exhaustive suites, which take minutes under memcheck).
 # Every stage runs even if an earlier one failed (as far as it can); the exit
@@ -38,7 +38,7 @@ done
 export PATH
 
 STAGES=(); RESULTS=(); NOTES=()
-WANT="${GENESIS_DEVICE_STAGES:-tests,sanitizer,bench,replay,copy}"
+WANT="${GENESIS_DEVICE_STAGES:-tests,python,sanitizer,bench,replay,copy}"
 want() { [[ ",$WANT," == *",$1,"* ]]; }
 SAN_FILTER="${GENESIS_SANITIZER_FILTER:--*Exhaustive*}"
 record() { STAGES+=("$1"); RESULTS+=("$2"); NOTES+=("${3:-}"); echo "[$1] $2 ${3:-}"; }
@@ -118,7 +118,9 @@ done
 # skipping). Output goes to tests.log. Without pytest in the venv, an import
 # smoke test runs instead.
 log "python: pytest python/tests"
-if ! compgen -G "$BUILD/python/genesis/_C*.so" >/dev/null; then
+if ! want python; then
+  echo "skipped (GENESIS_DEVICE_STAGES=$WANT)"
+elif ! compgen -G "$BUILD/python/genesis/_C*.so" >/dev/null; then
   echo "genesis._C was not built (see build.log: Python headers or pybind11 missing)" | tee -a "$OUT/tests.log"
   record python SKIP "module not built"
 elif python3 -c 'import pytest, numpy' >/dev/null 2>&1; then
