@@ -8,7 +8,7 @@
 # (with torch) from /opt/torch/.venv/bin. Results and logs go to $OUT
 # (default ./out):
 #   build.log      machine/toolchain versions, CMake configure and build output
-#   tests.log      genesis_gpu_tests + genesis_tests output
+#   tests.log      genesis_gpu_tests + genesis_tests + pytest python/tests output
 #   sanitizer.log  compute-sanitizer --tool memcheck on genesis_gpu_tests
 #   bench.log      scripts/bench_alloc_gpu.sh output (it may write more into $OUT)
 #   summary.txt    the table printed at the end
@@ -17,7 +17,7 @@
 # (Few files on purpose: some GPU runners only bring back a handful.)
 #
 # GENESIS_DEVICE_STAGES (comma list, default all) picks the stages after the
-# build: tests, sanitizer, bench, replay, copy. GENESIS_SANITIZER_FILTER is
+# build: tests, python, sanitizer, bench, replay, copy. GENESIS_SANITIZER_FILTER is
 # the gtest filter for the compute-sanitizer run (default: everything but the
 # exhaustive suites, which take minutes under memcheck).
 # Every stage runs even if an earlier one failed (as far as it can); the exit
@@ -38,7 +38,7 @@ done
 export PATH
 
 STAGES=(); RESULTS=(); NOTES=()
-WANT="${GENESIS_DEVICE_STAGES:-tests,sanitizer,bench,replay,copy}"
+WANT="${GENESIS_DEVICE_STAGES:-tests,python,sanitizer,bench,replay,copy}"
 want() { [[ ",$WANT," == *",$1,"* ]]; }
 SAN_FILTER="${GENESIS_SANITIZER_FILTER:--*Exhaustive*}"
 record() { STAGES+=("$1"); RESULTS+=("$2"); NOTES+=("${3:-}"); echo "[$1] $2 ${3:-}"; }
@@ -60,6 +60,9 @@ log "env"
 log "configure: $BUILD (Release, CUDA ON, torch benches)"
 gen=(); [[ -f "$BUILD/CMakeCache.txt" ]] || gen=(-G Ninja)
 CMAKE_ARGS=(-S "$ROOT" -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DGENESIS_ENABLE_CUDA=ON)
+# The Python module is built for the interpreter that has torch (the venv),
+# with PyTorch's bundled pybind11 headers (python/CMakeLists.txt).
+command -v python3 >/dev/null 2>&1 && CMAKE_ARGS+=(-DPython3_EXECUTABLE="$(command -v python3)")
 cmake_major="$(cmake --version | sed -n 's/^cmake version \([0-9]*\).*/\1/p')"
 # Some libtorch/Caffe2 CMake files still declare very old minimum versions.
 [[ ${cmake_major:-3} -ge 4 ]] && CMAKE_ARGS+=(-DCMAKE_POLICY_VERSION_MINIMUM=3.5)
@@ -109,6 +112,36 @@ for t in genesis_gpu_tests genesis_tests; do
     record "$t" FAIL "not built"
   fi
 done
+
+# ---------------------------------------------------------------- python ---
+# The genesis Python package against the real GPU (GPU tests run instead of
+# skipping). Output goes to tests.log. Without pytest in the venv, an import
+# smoke test runs instead.
+log "python: pytest python/tests"
+if ! want python; then
+  echo "skipped (GENESIS_DEVICE_STAGES=$WANT)"
+elif ! compgen -G "$BUILD/python/genesis/_C*.so" >/dev/null; then
+  echo "genesis._C was not built (see build.log: Python headers or pybind11 missing)" | tee -a "$OUT/tests.log"
+  record python SKIP "module not built"
+elif python3 -c 'import pytest, numpy' >/dev/null 2>&1; then
+  if PYTHONPATH="$BUILD/python" python3 -m pytest -q -rs python/tests 2>&1 | tee -a "$OUT/tests.log"; then
+    record python PASS
+  else
+    record python FAIL "see tests.log"
+  fi
+elif PYTHONPATH="$BUILD/python" python3 -c '
+import genesis
+assert genesis.cuda.is_available()
+d = genesis.device("cuda")
+p = genesis.testing.device_allocate(d, 1 << 20)
+assert d.memory_allocated() >= 1 << 20
+genesis.testing.device_free(d, p)
+print("genesis import smoke test passed:", d.memory_stats())
+' 2>&1 | tee -a "$OUT/tests.log"; then
+  record python PASS "pytest/numpy missing: import smoke test only"
+else
+  record python FAIL "smoke test failed (see tests.log)"
+fi
 
 # ------------------------------------------------------------- sanitizer ---
 log "compute-sanitizer memcheck: genesis_gpu_tests"
