@@ -56,6 +56,16 @@ log "env"
   python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
 } 2>&1 | tee "$OUT/build.log"
 
+# The image's default compiler (/opt/gcc) links its own libstdc++ statically:
+# a Python extension built with it carries a second C++ runtime next to the
+# one numpy and torch load, and the first C++ exception thrown after numpy is
+# imported crashes the interpreter (seen on the H200 image, 2026-11-21). The
+# system g++ links the shared libstdc++ that everything else in the process
+# uses.
+if [[ -x /usr/bin/g++ && -x /usr/bin/gcc ]]; then
+  export CC=/usr/bin/gcc CXX=/usr/bin/g++ CUDAHOSTCXX=/usr/bin/g++
+fi
+
 # ------------------------------------------------------------- configure ---
 log "configure: $BUILD (Release, CUDA ON, torch benches)"
 gen=(); [[ -f "$BUILD/CMakeCache.txt" ]] || gen=(-G Ninja)
