@@ -62,14 +62,20 @@ log "env"
 # imported crashes the interpreter (seen on the H200 image, 2026-11-21). The
 # system g++ links the shared libstdc++ that everything else in the process
 # uses.
+SYSTEM_CXX_ARGS=()
 if [[ -x /usr/bin/g++ && -x /usr/bin/gcc ]]; then
-  export CC=/usr/bin/gcc CXX=/usr/bin/g++ CUDAHOSTCXX=/usr/bin/g++
+  SYSTEM_CXX_ARGS=(-DCMAKE_C_COMPILER=/usr/bin/gcc -DCMAKE_CXX_COMPILER=/usr/bin/g++
+                   -DCMAKE_CUDA_HOST_COMPILER=/usr/bin/g++)
+  # A build tree configured with another compiler cannot switch: start afresh.
+  if [[ -f "$BUILD/CMakeCache.txt" ]] && ! grep -q "^CMAKE_CXX_COMPILER:[A-Z]*=/usr/bin/g++$" "$BUILD/CMakeCache.txt"; then
+    rm -rf "$BUILD"
+  fi
 fi
 
 # ------------------------------------------------------------- configure ---
 log "configure: $BUILD (Release, CUDA ON, torch benches)"
 gen=(); [[ -f "$BUILD/CMakeCache.txt" ]] || gen=(-G Ninja)
-CMAKE_ARGS=(-S "$ROOT" -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DGENESIS_ENABLE_CUDA=ON)
+CMAKE_ARGS=(-S "$ROOT" -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DGENESIS_ENABLE_CUDA=ON "${SYSTEM_CXX_ARGS[@]}")
 # The Python module is built for the interpreter that has torch (the venv),
 # with PyTorch's bundled pybind11 headers (python/CMakeLists.txt).
 command -v python3 >/dev/null 2>&1 && CMAKE_ARGS+=(-DPython3_EXECUTABLE="$(command -v python3)")
