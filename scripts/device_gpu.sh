@@ -62,12 +62,19 @@ log "env"
 # imported crashes the interpreter (seen on the H200 image, 2026-11-21). The
 # system g++ links the shared libstdc++ that everything else in the process
 # uses.
+# nvcc picks its host compiler from PATH and CMake then adds that compiler's
+# library directories (/opt/gcc/lib/..., which hold only a static libstdc++)
+# to every link: drop /opt/gcc from PATH too.
+PATH="$(tr ':' '\n' <<<"$PATH" | grep -v '^/opt/gcc' | paste -sd: -)"
+export PATH
+unset CC CXX CUDAHOSTCXX
 SYSTEM_CXX_ARGS=()
 if [[ -x /usr/bin/g++ && -x /usr/bin/gcc ]]; then
   SYSTEM_CXX_ARGS=(-DCMAKE_C_COMPILER=/usr/bin/gcc -DCMAKE_CXX_COMPILER=/usr/bin/g++
                    -DCMAKE_CUDA_HOST_COMPILER=/usr/bin/g++)
   # A build tree configured with another compiler cannot switch: start afresh.
-  if [[ -f "$BUILD/CMakeCache.txt" ]] && ! grep -q "^CMAKE_CXX_COMPILER:[A-Z]*=/usr/bin/g++$" "$BUILD/CMakeCache.txt"; then
+  if [[ -f "$BUILD/CMakeCache.txt" ]] && { ! grep -q "^CMAKE_CXX_COMPILER:[A-Z]*=/usr/bin/g++$" "$BUILD/CMakeCache.txt" ||
+                                           grep -q "^CMAKE_CUDA_IMPLICIT_LINK_DIRECTORIES.*opt/gcc" "$BUILD/CMakeCache.txt"; }; then
     rm -rf "$BUILD"
   fi
 fi
