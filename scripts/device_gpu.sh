@@ -74,7 +74,7 @@ if [[ -x /usr/bin/g++ && -x /usr/bin/gcc ]]; then
                    -DCMAKE_CUDA_HOST_COMPILER=/usr/bin/g++)
   # A build tree configured with another compiler cannot switch: start afresh.
   if [[ -f "$BUILD/CMakeCache.txt" ]] && { ! grep -q "^CMAKE_CXX_COMPILER:[A-Z]*=/usr/bin/g++$" "$BUILD/CMakeCache.txt" ||
-                                           grep -q "^CMAKE_CUDA_IMPLICIT_LINK_DIRECTORIES.*opt/gcc" "$BUILD/CMakeCache.txt"; }; then
+                                           grep -qs "opt/gcc" "$BUILD"/CMakeFiles/*/CMakeCUDACompiler.cmake; }; then
     rm -rf "$BUILD"
   fi
 fi
