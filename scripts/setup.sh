@@ -22,7 +22,7 @@ PACKAGES=(
   build-essential cmake ninja-build git pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
-  pybind11-dev python3-dev python3-numpy python3-pytest python3-hypothesis python3-matplotlib
+  pybind11-dev libdlpack-dev python3-dev python3-numpy python3-pytest python3-hypothesis python3-matplotlib
   clang-14 libclang-rt-14-dev
   libopenblas-dev
 )

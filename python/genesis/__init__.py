@@ -56,6 +56,12 @@ from .memory_debug import (MemoryLeak, check_memory_leaks, enable_memory_debuggi
 from ._dtype import (all_dtypes, bfloat16, bool, double, dtype, float, float16, float32,  # noqa: E402,A004
                      float64, half, int, int8, int16, int32, int64, long, short, uint8)
 
+# --- tensors (SPEC T; branch python3): genesis.Tensor, tensor(), zeros(), ... ---
+# Star import on purpose: _tensor.__all__ is the one list of tensor names.
+# `max`, `min`, `sum`, `abs`, `pow` shadow the builtins here, as in torch.
+from ._tensor import *  # noqa: E402,F401,F403,A001
+from ._tensor import __all__ as _tensor_all  # noqa: E402
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -72,3 +78,4 @@ __all__ = [
     "dtype", "all_dtypes", "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
     "float32", "float64", "half", "float", "double", "short", "int", "long",
 ]
+__all__ += _tensor_all  # tensors (SPEC T)

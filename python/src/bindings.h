@@ -36,4 +36,8 @@ void bind_cuda_runtime(py::module_& m);
 /// so CI tests the allocator through Python without a GPU.
 void bind_simulated(py::module_& m);
 
+// --- tensors (issue 6, T; branch python3) ---
+/// genesis._C.Tensor and the tensor functions (tensor*.cpp, dlpack.cpp).
+void bind_tensor(py::module_& m);
+
 }  // namespace genesis::python

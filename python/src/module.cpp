@@ -11,4 +11,5 @@ PYBIND11_MODULE(_C, m) {
   genesis::python::bind_pinned(m);
   genesis::python::bind_cuda_runtime(m);
   genesis::python::bind_simulated(m);
+  genesis::python::bind_tensor(m);  // tensors (issue 6, T)
 }

@@ -1,0 +1,310 @@
+// Operators, math functions, reductions and matmul on genesis.Tensor (SPEC T3).
+//
+// Python numbers are weak scalars (TensorOrScalar holding a Scalar): the C++
+// promotion rules decide the result dtype (int32 tensor + 2 -> int32,
+// int32 tensor + 2.5 -> float32), as PyTorch does. An operand that is neither
+// a Tensor, a number nor an ndarray makes the operator return NotImplemented,
+// so Python tries the other operand's reflected method and finally raises
+// TypeError.
+#include <string>
+#include <vector>
+
+#include "genesis/tensor/api.h"
+#include "python_location.h"
+#include "tensor_args.h"
+#include "tensor_bind.h"
+
+namespace genesis::python {
+
+namespace {
+
+using BinaryFn = Tensor (*)(const TensorOrScalar&, const TensorOrScalar&);
+using UnaryFn = Tensor (*)(const Tensor&);
+
+py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
+
+template <BinaryFn F>
+py::object binary(const Tensor& self, py::handle other) {
+  auto o = to_operand(other);
+  if (!o) return not_implemented();
+  AllocationSite site;
+  return wrap(F(self, *o));
+}
+
+template <BinaryFn F>
+py::object reflected(const Tensor& self, py::handle other) {
+  auto o = to_operand(other);
+  if (!o) return not_implemented();
+  AllocationSite site;
+  return wrap(F(*o, self));
+}
+
+// Module-level form: either operand may be the number.
+template <BinaryFn F>
+Tensor binary_fn(py::handle a, py::handle b) {
+  auto x = to_operand(a);
+  auto y = to_operand(b);
+  if (!x || !y) throw py::type_error("expected tensors or numbers");
+  if (x->is_scalar() && y->is_scalar()) x = TensorOrScalar(full({}, x->scalar(), std::nullopt, Device{}));
+  AllocationSite site;
+  return F(*x, *y);
+}
+
+template <Tensor& (Tensor::*F)(const TensorOrScalar&)>
+py::object inplace(py::object self, py::handle other) {
+  auto o = to_operand(other);
+  if (!o) return not_implemented();
+  (self.cast<Tensor&>().*F)(*o);
+  return self;
+}
+
+template <Tensor& (Tensor::*F)()>
+py::object inplace_unary(py::object self) {
+  (self.cast<Tensor&>().*F)();
+  return self;
+}
+
+template <UnaryFn F>
+Tensor unary(const Tensor& x) {
+  AllocationSite site;
+  return F(x);
+}
+
+// dim=None | int | tuple/list of ints.
+std::optional<std::vector<std::int64_t>> to_dims(py::handle dim) {
+  if (dim.is_none()) return std::nullopt;
+  if (PyTuple_Check(dim.ptr()) || PyList_Check(dim.ptr())) {
+    std::vector<std::int64_t> d;
+    for (py::handle h : py::reinterpret_borrow<py::sequence>(dim)) d.push_back(to_int64(h, "dim"));
+    return d;
+  }
+  return std::vector<std::int64_t>{to_int64(dim, "dim")};
+}
+
+using FullReduce = Tensor (Tensor::*)(std::optional<DType>) const;
+using DimReduce = Tensor (Tensor::*)(const DimList&, bool, std::optional<DType>) const;
+
+template <FullReduce Full, DimReduce Dims>
+Tensor reduce(const Tensor& x, py::handle dim, bool keepdim, py::handle dtype) {
+  AllocationSite site;
+  const auto dt = to_opt_dtype(dtype);
+  auto dims = to_dims(dim);
+  if (!dims) {
+    if (keepdim) {
+      std::vector<std::int64_t> all(static_cast<std::size_t>(x.dim()));
+      for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
+      return (x.*Dims)(DimList(all), true, dt);
+    }
+    return (x.*Full)(dt);
+  }
+  return (x.*Dims)(DimList(*dims), keepdim, dt);
+}
+
+// max/min: max() -> 0-d; max(dim) -> (values, indices); max(tensor) -> maximum.
+template <bool IsMax>
+py::object extremum(const Tensor& x, py::handle dim, bool keepdim) {
+  AllocationSite site;
+  if (dim.is_none()) return wrap(IsMax ? x.max() : x.min());
+  if (py::isinstance<Tensor>(dim)) {
+    const auto& o = dim.cast<const Tensor&>();
+    return wrap(IsMax ? maximum(x, o) : minimum(x, o));
+  }
+  ValuesIndices r = IsMax ? x.max(to_int64(dim, "dim"), keepdim) : x.min(to_int64(dim, "dim"), keepdim);
+  return values_indices(std::move(r.values), std::move(r.indices));
+}
+
+template <bool IsMax>
+Tensor arg_extremum(const Tensor& x, py::handle dim, bool keepdim) {
+  AllocationSite site;
+  std::optional<std::int64_t> d;
+  if (!dim.is_none()) d = to_int64(dim, "dim");
+  return IsMax ? x.argmax(d, keepdim) : x.argmin(d, keepdim);
+}
+
+template <bool IsMax>
+Tensor amax_amin(const Tensor& x, py::handle dim, bool keepdim) {
+  AllocationSite site;
+  auto dims = to_dims(dim);
+  if (!dims) {
+    std::vector<std::int64_t> all(static_cast<std::size_t>(x.dim()));
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
+    dims = all;
+  }
+  return IsMax ? x.amax(DimList(*dims), keepdim) : x.amin(DimList(*dims), keepdim);
+}
+
+py::object matmul_py(const Tensor& a, py::handle b, py::object out) {
+  if (!py::isinstance<Tensor>(b)) {
+    if (!is_ndarray(b)) return not_implemented();
+  }
+  const Tensor other = as_tensor(b);
+  AllocationSite site;
+  if (out.is_none()) return wrap(matmul(a, other));
+  matmul_out(out.cast<Tensor&>(), a, other);
+  return out;
+}
+
+}  // namespace
+
+void bind_tensor_ops(py::module_& m, TensorClass& cls) {
+  // ------------------------------------------------------------ operators ---
+  cls.def("__add__", &binary<&add>)
+      .def("__radd__", &reflected<&add>)
+      .def("__sub__", &binary<&sub>)
+      .def("__rsub__", &reflected<&sub>)
+      .def("__mul__", &binary<&mul>)
+      .def("__rmul__", &reflected<&mul>)
+      .def("__truediv__", &binary<&div>)
+      .def("__rtruediv__", &reflected<&div>)
+      .def("__floordiv__", &binary<&floor_divide>)
+      .def("__rfloordiv__", &reflected<&floor_divide>)
+      .def("__mod__", &binary<&remainder>)
+      .def("__rmod__", &reflected<&remainder>)
+      .def("__pow__", &binary<&pow>)
+      .def("__rpow__", &reflected<&pow>)
+      .def("__and__", &binary<&logical_and>)
+      .def("__rand__", &reflected<&logical_and>)
+      .def("__or__", &binary<&logical_or>)
+      .def("__ror__", &reflected<&logical_or>)
+      .def("__eq__", &binary<&eq>)
+      .def("__ne__", &binary<&ne>)
+      .def("__lt__", &binary<&lt>)
+      .def("__le__", &binary<&le>)
+      .def("__gt__", &binary<&gt>)
+      .def("__ge__", &binary<&ge>)
+      .def("__matmul__", [](const Tensor& a, py::handle b) { return matmul_py(a, b, py::none()); })
+      .def("__rmatmul__",
+           [](const Tensor& a, py::handle b) -> py::object {
+             if (!is_ndarray(b)) return not_implemented();
+             AllocationSite site;
+             return wrap(matmul(as_tensor(b), a));
+           })
+      .def("__neg__", &unary<&neg>)
+      .def("__pos__", [](const Tensor& t) { return t; })
+      .def("__abs__", &unary<&abs>)
+      .def("__invert__", &unary<&logical_not>)
+      .def("__iadd__", &inplace<&Tensor::add_>)
+      .def("__isub__", &inplace<&Tensor::sub_>)
+      .def("__imul__", &inplace<&Tensor::mul_>)
+      .def("__itruediv__", &inplace<&Tensor::div_>)
+      .def("__ipow__", &inplace<&Tensor::pow_>);
+
+  // -------------------------------------------------------------- methods ---
+  cls.def("add", &binary<&add>)
+      .def("sub", &binary<&sub>)
+      .def("mul", &binary<&mul>)
+      .def("div", &binary<&div>)
+      .def("pow", &binary<&pow>)
+      .def("floor_divide", &binary<&floor_divide>)
+      .def("remainder", &binary<&remainder>)
+      .def("eq", &binary<&eq>)
+      .def("ne", &binary<&ne>)
+      .def("lt", &binary<&lt>)
+      .def("le", &binary<&le>)
+      .def("gt", &binary<&gt>)
+      .def("ge", &binary<&ge>)
+      .def("add_", &inplace<&Tensor::add_>)
+      .def("sub_", &inplace<&Tensor::sub_>)
+      .def("mul_", &inplace<&Tensor::mul_>)
+      .def("div_", &inplace<&Tensor::div_>)
+      .def("pow_", &inplace<&Tensor::pow_>)
+      .def("neg_", &inplace_unary<&Tensor::neg_>)
+      .def("abs_", &inplace_unary<&Tensor::abs_>)
+      .def("exp_", &inplace_unary<&Tensor::exp_>)
+      .def("log_", &inplace_unary<&Tensor::log_>)
+      .def("sqrt_", &inplace_unary<&Tensor::sqrt_>)
+      .def("relu_", &inplace_unary<&Tensor::relu_>)
+      .def("neg", &unary<&neg>)
+      .def("abs", &unary<&abs>)
+      .def("exp", &unary<&exp>)
+      .def("log", &unary<&log>)
+      .def("sqrt", &unary<&sqrt>)
+      .def("relu", &unary<&relu>)
+      .def("sigmoid", &unary<&sigmoid>)
+      .def("tanh", &unary<&tanh>)
+      .def("sin", &unary<&sin>)
+      .def("cos", &unary<&cos>)
+      .def("logical_not", &unary<&logical_not>)
+      .def("matmul", [](const Tensor& a, py::handle b) { return matmul_py(a, b, py::none()); })
+      .def("nonzero", &unary<&nonzero>)
+      .def("count_nonzero", &unary<&count_nonzero>)
+      .def("any", [](const Tensor& t) { return t.any(); })
+      .def("all", [](const Tensor& t) { return t.all(); })
+      .def("equal", [](const Tensor& a, const Tensor& b) { return equal(a, b); })
+      .def("allclose", [](const Tensor& a, const Tensor& b, double rtol, double atol) { return allclose(a, b, rtol, atol); },
+           py::arg("other"), py::arg("rtol") = 1e-5, py::arg("atol") = 1e-8);
+
+  // ------------------------------------------------------------ reductions ---
+  cls.def("sum", &reduce<&Tensor::sum, &Tensor::sum>, py::arg("dim") = py::none(), py::arg("keepdim") = false,
+          py::kw_only(), py::arg("dtype") = py::none())
+      .def("prod", &reduce<&Tensor::prod, &Tensor::prod>, py::arg("dim") = py::none(), py::arg("keepdim") = false,
+           py::kw_only(), py::arg("dtype") = py::none())
+      .def("mean", &reduce<&Tensor::mean, &Tensor::mean>, py::arg("dim") = py::none(), py::arg("keepdim") = false,
+           py::kw_only(), py::arg("dtype") = py::none())
+      .def("max", &extremum<true>, py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("min", &extremum<false>, py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("amax", &amax_amin<true>, py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("amin", &amax_amin<false>, py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("argmax", &arg_extremum<true>, py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("argmin", &arg_extremum<false>, py::arg("dim") = py::none(), py::arg("keepdim") = false);
+
+  // ------------------------------------------------------ module functions ---
+  m.def("add", &binary_fn<&add>);
+  m.def("sub", &binary_fn<&sub>);
+  m.def("mul", &binary_fn<&mul>);
+  m.def("div", &binary_fn<&div>);
+  m.def("pow", &binary_fn<&pow>);
+  m.def("floor_divide", &binary_fn<&floor_divide>);
+  m.def("remainder", &binary_fn<&remainder>);
+  m.def("eq", &binary_fn<&eq>);
+  m.def("ne", &binary_fn<&ne>);
+  m.def("lt", &binary_fn<&lt>);
+  m.def("le", &binary_fn<&le>);
+  m.def("gt", &binary_fn<&gt>);
+  m.def("ge", &binary_fn<&ge>);
+  m.def("logical_and", &binary_fn<&logical_and>);
+  m.def("logical_or", &binary_fn<&logical_or>);
+  m.def("maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); });
+  m.def("minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); });
+  m.def("neg", &unary<&neg>);
+  m.def("abs", &unary<&abs>);
+  m.def("exp", &unary<&exp>);
+  m.def("log", &unary<&log>);
+  m.def("sqrt", &unary<&sqrt>);
+  m.def("relu", &unary<&relu>);
+  m.def("sigmoid", &unary<&sigmoid>);
+  m.def("tanh", &unary<&tanh>);
+  m.def("sin", &unary<&sin>);
+  m.def("cos", &unary<&cos>);
+  m.def("logical_not", &unary<&logical_not>);
+  m.def("nonzero", &unary<&nonzero>);
+  m.def("count_nonzero", &unary<&count_nonzero>);
+  m.def(
+      "where",
+      [](const Tensor& cond, py::handle a, py::handle b) {
+        auto x = to_operand(a);
+        auto y = to_operand(b);
+        if (!x || !y) throw py::type_error("where(cond, a, b): a and b must be tensors or numbers");
+        AllocationSite site;
+        return where(cond, *x, *y);
+      },
+      py::arg("condition"), py::arg("input"), py::arg("other"));
+  m.def(
+      "matmul", [](const Tensor& a, py::handle b, py::object out) { return matmul_py(a, b, std::move(out)); },
+      py::arg("input"), py::arg("other"), py::kw_only(), py::arg("out") = py::none());
+  m.def("sum", &reduce<&Tensor::sum, &Tensor::sum>, py::arg("input"), py::arg("dim") = py::none(),
+        py::arg("keepdim") = false, py::kw_only(), py::arg("dtype") = py::none());
+  m.def("prod", &reduce<&Tensor::prod, &Tensor::prod>, py::arg("input"), py::arg("dim") = py::none(),
+        py::arg("keepdim") = false, py::kw_only(), py::arg("dtype") = py::none());
+  m.def("mean", &reduce<&Tensor::mean, &Tensor::mean>, py::arg("input"), py::arg("dim") = py::none(),
+        py::arg("keepdim") = false, py::kw_only(), py::arg("dtype") = py::none());
+  m.def("max", &extremum<true>, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("min", &extremum<false>, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("argmax", &arg_extremum<true>, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("argmin", &arg_extremum<false>, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("equal", [](const Tensor& a, const Tensor& b) { return equal(a, b); });
+  m.def("allclose", [](const Tensor& a, const Tensor& b, double rtol, double atol) { return allclose(a, b, rtol, atol); },
+        py::arg("input"), py::arg("other"), py::arg("rtol") = 1e-5, py::arg("atol") = 1e-8);
+}
+
+}  // namespace genesis::python
