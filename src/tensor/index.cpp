@@ -147,8 +147,13 @@ Parsed parse(const Tensor& x, const std::vector<IndexItem>& items) {
 void plan_advanced(const Parsed& p, IndexPlan& plan) {
   Shape index_shape;
   for (const auto& t : p.indices) index_shape = broadcast_shapes(index_shape, t.shape());
+  // NumPy checks index arrays after broadcasting them together: when the
+  // broadcast shape has no elements (x[[False, False], [7]], x[[], [7]]) no
+  // index is ever used, and none is out of range. (Plain ints are still
+  // checked in parse(), as NumPy checks them: x[[], 7] is an IndexError.)
+  const bool indices_used = detail::shape_numel(index_shape) > 0;
   for (std::size_t k = 0; k < p.indices.size(); ++k) {
-    if (!p.needs_check[k] || p.indices[k].numel() == 0) continue;
+    if (!indices_used || !p.needs_check[k] || p.indices[k].numel() == 0) continue;
     const std::int64_t size = p.view.size(p.view_dims[k]);
     const std::int64_t hi = p.indices[k].max().item().to_int64();
     if (hi >= size) out_of_bounds(hi, p.orig_dims[k], size);

@@ -244,6 +244,20 @@ TEST(IndexPut, FillCopyScatter) {
   EXPECT_EQ(yi.tolist<std::int64_t>(), (V{9, 2, 8}));
 }
 
+// NumPy checks index arrays after broadcasting them together: an empty
+// broadcast uses no index, so none is out of range (np.zeros((2, 3))[[False,
+// False], [7]] has shape (0,)); plain ints are still checked (x[[], 7] raises).
+TEST(IndexAdvanced, EmptyBroadcastChecksNoIndex) {
+  Tensor b = zeros({2, 3});
+  Tensor no = tensor({false, false});
+  EXPECT_EQ((b[{no, idx({7})}].shape()), (Shape{0}));
+  EXPECT_EQ((b[{zeros({0}, DType::kInt64), idx({7})}].shape()), (Shape{0}));
+  b.index_put_({no, idx({7})}, 1);
+  EXPECT_EQ(b.sum().item<float>(), 0.0f);
+  EXPECT_THROW((b[{zeros({0}, DType::kInt64), 7}]), IndexError);
+  EXPECT_THROW((b[{idx({0}), idx({7})}]), IndexError);
+}
+
 TEST(IndexPut, DuplicatesOverlapAndErrors) {
   Tensor z = zeros({3});
   z.index_put_({tensor({0, 0, 1})}, tensor({1.0, 2.0, 3.0}));
