@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 import genesis
-from index_cases import numpy_result, random_array, random_index, unique_positions
+from index_cases import numpy_call, numpy_result, random_array, random_index, unique_positions
 
 N_READ = int(os.environ.get("GENESIS_INDEX_CASES", "4000"))
 N_WRITE = max(1, N_READ * 5 // 8)
@@ -105,11 +105,10 @@ def _check_write(rng, a, index, np_index):
         _stats["write_skipped_duplicates"] += 1
         return
     expected = a.copy()
-    try:
+
+    def assign():
         expected[np_index] = np_value
-        np_err = None
-    except Exception as e:  # noqa: BLE001
-        np_err = e
+    _, np_err = numpy_call(assign)
     x = genesis.tensor(a)
     if np_err is not None:
         _stats["write_error"] += 1
