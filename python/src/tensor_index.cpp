@@ -107,9 +107,16 @@ IndexItem to_item(py::handle h) {
       throw py::index_error("tensors used as indices must be of integer (or boolean) type (got " +
                             std::string(dtype_name(t.dtype())) + ")");
     }
+    // NumPy treats a 0-d integer array as an integer (checked on its own,
+    // not after broadcasting with the other index arrays).
+    if (t.dim() == 0 && t.dtype() != DType::kBool) return IndexItem(t.item().to_int64());
     return IndexItem(t);
   }
-  if (is_ndarray(h)) return IndexItem(array_index(h));
+  if (is_ndarray(h)) {
+    Tensor t = array_index(h);
+    if (t.dim() == 0 && t.dtype() != DType::kBool) return IndexItem(t.item().to_int64());
+    return IndexItem(std::move(t));
+  }
   if (PyList_Check(o) || PyTuple_Check(o)) return IndexItem(list_index(h));
   // NumPy scalars: np.bool_ is a bool (0-d mask), np.integer an int.
   if (auto s = to_scalar(h)) {
