@@ -107,7 +107,10 @@ Parsed parse(const Tensor& x, const std::vector<IndexItem>& items) {
       if (t.dtype() == DType::kBool) {
         for (std::int64_t k = 0; k < t.dim(); ++k) {
           const std::int64_t have = p.view.size(vd + k), want = t.size(k);
-          GENESIS_CHECK_INDEX(have == want, "boolean index did not match indexed array along dimension ", od + k,
+          // NumPy accepts a mask dim of size 0 against any size (the mask
+          // selects nothing there): np.zeros((2, 3))[np.zeros((2, 0), bool)]
+          // has shape (0,).
+          GENESIS_CHECK_INDEX(have == want || want == 0, "boolean index did not match indexed array along dimension ", od + k,
                               "; dimension is ", have, " but corresponding boolean dimension is ", want);
         }
         // Mask compaction: the coordinates of the true elements.

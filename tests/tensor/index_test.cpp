@@ -258,6 +258,19 @@ TEST(IndexAdvanced, EmptyBroadcastChecksNoIndex) {
   EXPECT_THROW((b[{idx({0}), idx({7})}]), IndexError);
 }
 
+// NumPy: a boolean mask dim of size 0 matches an indexed dim of any size
+// (np.zeros((2, 3))[np.zeros((2, 0), bool)] has shape (0,)); other sizes
+// must match.
+TEST(IndexMask, EmptyMaskDimMatchesAnySize) {
+  Tensor b = zeros({2, 3});
+  EXPECT_EQ((b[{zeros({2, 0}, DType::kBool)}].shape()), (Shape{0}));
+  EXPECT_EQ((b[{Ellipsis, zeros({0}, DType::kBool)}].shape()), (Shape{2, 0}));
+  EXPECT_THROW((b[{zeros({1, 0}, DType::kBool)}]), IndexError);
+  EXPECT_THROW((b[{zeros({0, 1}, DType::kBool)}]), IndexError);
+  b.index_put_({Ellipsis, zeros({0}, DType::kBool)}, 1);
+  EXPECT_EQ(b.sum().item<float>(), 0.0f);
+}
+
 TEST(IndexPut, DuplicatesOverlapAndErrors) {
   Tensor z = zeros({3});
   z.index_put_({tensor({0, 0, 1})}, tensor({1.0, 2.0, 3.0}));
