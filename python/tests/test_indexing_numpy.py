@@ -35,6 +35,7 @@ The counts actually run are printed (pytest -s) and written to
 $GENESIS_INDEX_REPORT when set.
 """
 
+import gc
 import json
 import os
 import random
@@ -194,6 +195,9 @@ def _quiet_numpy():
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):
             yield
+    # Caught exceptions keep their frames (and the tensors in them) in
+    # reference cycles; collect them so that later tests see an idle pool.
+    gc.collect()
 
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))
