@@ -197,6 +197,17 @@ void bind_tensor(py::module_& m) {
         self.cast<Tensor&>().zero_();
         return self;
       })
+      // PyTorch's dtype shorthands: t.float(), t.half(), t.long(), ...
+      .def("float", [](const Tensor& t) { return t.to(DType::kFloat32); })
+      .def("double", [](const Tensor& t) { return t.to(DType::kFloat64); })
+      .def("half", [](const Tensor& t) { return t.to(DType::kFloat16); })
+      .def("bfloat16", [](const Tensor& t) { return t.to(DType::kBFloat16); })
+      .def("int", [](const Tensor& t) { return t.to(DType::kInt32); })
+      .def("long", [](const Tensor& t) { return t.to(DType::kInt64); })
+      .def("short", [](const Tensor& t) { return t.to(DType::kInt16); })
+      .def("byte", [](const Tensor& t) { return t.to(DType::kUInt8); })
+      .def("char", [](const Tensor& t) { return t.to(DType::kInt8); })
+      .def("bool", [](const Tensor& t) { return t.to(DType::kBool); })
       .def("__copy__", [](const Tensor& t) { return t; })
       .def("__deepcopy__", [](const Tensor& t, py::handle) { return t.clone(); });
 
