@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "genesis/core/device.h"
 #include "genesis/core/dtype.h"
@@ -51,9 +52,9 @@ struct StridedOperand {
   std::int64_t sizes[kMaxDims] = {};
   std::int64_t strides[kMaxDims] = {};  // in elements; 0 = broadcast
   // An input may be a broadcast constant instead of memory: then every
-  // element equals `scalar` (already in this operand's dtype, strides all 0)
-  // and `data` is null. Only inputs of binary, where and scatter values
-  // use it.
+  // element equals `scalar` converted to this operand's dtype
+  // (kernels::scalar_to in tensor/cast.h), the strides are all 0 and `data`
+  // is null. Only inputs of binary, where and scatter's values use it.
   bool is_scalar = false;
   Scalar scalar{};
 
@@ -63,6 +64,8 @@ struct StridedOperand {
     return n;
   }
 };
+
+static_assert(std::is_trivially_copyable_v<StridedOperand>);
 
 /// Where and how a kernel runs.
 struct KernelContext {
