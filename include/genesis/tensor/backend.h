@@ -159,9 +159,9 @@ struct KernelTable {
   /// int64; floating out: in double, then rounded. Non-bool dtypes.
   void (*iota)(const KernelContext& ctx, const StridedOperand& out, Scalar start, Scalar step) = nullptr;
 
-  /// out (contiguous) filled per Note [Random numbers]; element i uses
-  /// philox::element_block(seed, offset, i). The tensor layer advances the
-  /// generator.
+  /// out (contiguous) [i] = random_element<T>(params, i) (tensor/
+  /// random_element.h, Note [Random numbers]); the tensor layer advances the
+  /// generator. Floating out for kUniform/kNormal, non-bool for kInteger.
   void (*random)(const KernelContext& ctx, const StridedOperand& out, const RandomParams& params) = nullptr;
 
   /// out[i] = op(in[i]) (UnaryOp contract).
