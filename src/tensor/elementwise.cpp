@@ -194,6 +194,16 @@ Tensor logical_or(const TensorOrScalar& a, const TensorOrScalar& b) {
   return binary_impl(BinaryOp::kLogicalOr, a, b, nullptr);
 }
 
+Tensor& binary_out(BinaryOp op, Tensor& out, const TensorOrScalar& a, const TensorOrScalar& b) {
+  binary_impl(op, a, b, &out);
+  return out;
+}
+
+Tensor& unary_out(UnaryOp op, Tensor& out, const Tensor& x) {
+  unary_impl(op, x, &out);
+  return out;
+}
+
 Tensor& add_out(Tensor& out, const TensorOrScalar& a, const TensorOrScalar& b) {
   binary_impl(BinaryOp::kAdd, a, b, &out);
   return out;

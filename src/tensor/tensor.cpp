@@ -223,6 +223,10 @@ void* Tensor::data_ptr() const {
   return base + i.offset * static_cast<std::int64_t>(dtype_size(i.dtype));
 }
 
+void Tensor::check_data_type(DType requested) const {
+  GENESIS_CHECK_TYPE(requested == dtype(), "data_ptr<", requested, ">() called on a tensor of dtype ", dtype());
+}
+
 bool Tensor::is_contiguous() const {
   std::int64_t expected = 1;
   for (std::int64_t d = dim() - 1; d >= 0; --d) {

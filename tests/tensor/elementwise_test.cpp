@@ -158,6 +158,11 @@ TEST(TensorElementwise, OutVariants) {
   EXPECT_THROW(add_out(outi, a, b), TypeMismatchError);
   Tensor wrong = empty({3});
   EXPECT_THROW(add_out(wrong, a, b), InvalidArgumentError);
+  Tensor mask = empty({2}, D::kBool);
+  binary_out(kernels::BinaryOp::kGt, mask, a, 1.5);
+  EXPECT_EQ(mask.tolist<bool>(), (std::vector<bool>{false, true}));
+  unary_out(kernels::UnaryOp::kNeg, out, a);
+  EXPECT_EQ(out.tolist<float>(), (std::vector<float>{-1, -2}));
   exp_out(out, a);
   EXPECT_NEAR(out.tolist<float>()[1], std::exp(2.0f), 1e-5);
   // Writing into a non-contiguous out.

@@ -13,6 +13,7 @@
 // not accept.
 #pragma once
 
+#include "genesis/tensor/backend.h"
 #include "genesis/tensor/tensor.h"
 
 namespace genesis {
@@ -38,6 +39,11 @@ Tensor gt(const TensorOrScalar& a, const TensorOrScalar& b);
 Tensor ge(const TensorOrScalar& a, const TensorOrScalar& b);
 Tensor logical_and(const TensorOrScalar& a, const TensorOrScalar& b);
 Tensor logical_or(const TensorOrScalar& a, const TensorOrScalar& b);
+
+/// out= for any element-wise operation (the bindings' single entry point);
+/// the named _out functions below are shorthands.
+Tensor& binary_out(kernels::BinaryOp op, Tensor& out, const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor& unary_out(kernels::UnaryOp op, Tensor& out, const Tensor& x);
 
 Tensor& add_out(Tensor& out, const TensorOrScalar& a, const TensorOrScalar& b);
 Tensor& sub_out(Tensor& out, const TensorOrScalar& a, const TensorOrScalar& b);

@@ -116,8 +116,12 @@ class Tensor {
   std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * element_size(); }
   /// Address of element [0, ..., 0] (device memory for CUDA tensors).
   void* data_ptr() const;
+  /// The same, typed; TypeMismatchError unless T is the dtype's C++ type.
   template <typename T>
-  T* data_ptr() const { return static_cast<T*>(data_ptr()); }
+  T* data_ptr() const {
+    check_data_type(detail::dtype_of<T>());
+    return static_cast<T*>(data_ptr());
+  }
   /// Row-major contiguous (dims of size 1 may have any stride).
   bool is_contiguous() const;
   bool is_floating_point() const { return is_floating(dtype()); }
@@ -275,6 +279,7 @@ class Tensor {
 
   // ---------------------------------------------------------- internals ---
   Tensor index_with_tensor(const Tensor& index) const;
+  void check_data_type(DType requested) const;
   const detail::TensorImpl& impl() const;
   detail::TensorImpl& mutable_impl();
 

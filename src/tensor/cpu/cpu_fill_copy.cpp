@@ -7,7 +7,7 @@
 #include "cpu_kernels.h"
 #include "cpu_loops.h"
 #include "genesis/storage/convert.h"
-#include "genesis/tensor/philox.h"
+#include "genesis/tensor/random_element.h"
 
 namespace genesis::kernels::cpu {
 
@@ -131,33 +131,8 @@ void random(const KernelContext&, const StridedOperand& out, const RandomParams&
   dispatch(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* o = static_cast<T*>(out.data);
-    const std::int64_t n = out.numel();
-    const std::uint64_t range = static_cast<std::uint64_t>(p.int_high) - static_cast<std::uint64_t>(p.int_low);
-    parallel_for(n, kParallelGrain / 4, [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t i = b; i < e; ++i) {
-        const philox::Block blk = philox::element_block(p.seed, p.offset, static_cast<std::uint64_t>(i));
-        if constexpr (std::is_same_v<T, bool>) {
-          o[i] = false;  // the tensor layer never asks for random bools
-        } else if (p.kind == RandomKind::kInteger) {
-          o[i] = cast<T>(philox::integer(blk, p.int_low, range));
-        } else if constexpr (std::is_same_v<T, double>) {
-          o[i] = p.kind == RandomKind::kUniform ? p.low + (p.high - p.low) * philox::uniform_double(blk)
-                                                : p.low + p.high * philox::normal_double(blk);
-        } else if constexpr (!std::is_integral_v<T>) {
-          if (p.kind == RandomKind::kUniform) {
-            const float u = philox::uniform_float(blk);
-            const double v = p.low + (p.high - p.low) * static_cast<double>(u);
-            T r = cast<T>(v);
-            // Rounding to a narrow dtype may reach `high`; keep [low, high).
-            if (static_cast<double>(static_cast<float>(r)) >= p.high && p.high > p.low) r = cast<T>(p.low);
-            o[i] = r;
-          } else {
-            o[i] = cast<T>(p.low + p.high * philox::normal_double(blk));
-          }
-        } else {
-          o[i] = T{};
-        }
-      }
+    parallel_for(out.numel(), kParallelGrain / 4, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t i = b; i < e; ++i) o[i] = random_element<T>(p, static_cast<std::uint64_t>(i));
     });
   });
 }

@@ -7,6 +7,16 @@
 //                    const StridedOperand&, const StridedOperand&);
 // and registers it here with one line inside the #if:
 //   t.binary = &cuda_binary;
+//
+// What a CUDA kernel file can reuse (all host/device code, checked to
+// compile with nvcc for sm_90): StridedOperand and the contracts in
+// genesis/tensor/backend.h; cast<D>(S) and scalar_to<T>(Scalar) in
+// genesis/tensor/cast.h (the same conversions as the CPU); and
+// random_element<T>(params, i) in genesis/tensor/random_element.h, which
+// makes a random fill identical to the CPU's. Work goes on ctx.stream
+// (resolve kCurrentStream as the storage layer does); nothing may
+// synchronise. tests/tensor/gpu_tensor_test.cpp is the place for tests
+// that compare each CUDA entry with the CPU result.
 #include "genesis/tensor/backend.h"
 
 namespace genesis::kernels {
