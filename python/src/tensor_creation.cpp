@@ -124,6 +124,11 @@ PyObject* raise_current() {
   } catch (py::builtin_exception& e) {
     e.set_error();
   } catch (...) {
+#if PYBIND11_VERSION_HEX >= 0x020D0000
+    // pybind11 2.13+ (PyTorch's bundled copy on the GPU machine): one call
+    // runs the module-local and the global translators.
+    py::detail::try_translate_exceptions();
+#else
     auto& local = py::detail::get_local_internals().registered_exception_translators;
     if (!py::detail::apply_exception_translators(local)) {
       auto& global = py::detail::get_internals().registered_exception_translators;
@@ -131,6 +136,7 @@ PyObject* raise_current() {
         PyErr_SetString(PyExc_RuntimeError, "unknown C++ exception in genesis.empty");
       }
     }
+#endif
   }
   return nullptr;
 }
