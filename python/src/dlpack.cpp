@@ -22,8 +22,8 @@
 // Debian 12's libdlpack-dev is DLPack 0.6, which predates the versioned ABI
 // (DLPack 1.0). The versioned struct below is written from the spec and used
 // only when the header does not define it (DLPACK_MAJOR_VERSION appears in
-// 1.0 headers).
-#include <dlpack/dlpack.h>
+// 1.0 headers). Without the header at all, dlpack_abi.h declares the ABI.
+#include "dlpack_abi.h"
 
 #include <cstring>
 #include <string>
