@@ -75,6 +75,18 @@ bool is_ndarray(py::handle h) {
   return np != nullptr && isinstance_of(h, np->ndarray);
 }
 
+py::object wrap(Tensor t) {
+  // py::cast(Tensor&&) looks the type up by typeid in two hash tables on every
+  // call (a tenth of an empty()+del round trip); the type_info is fixed once
+  // the class is bound, so look it up once.
+  static const py::detail::type_info* info = py::detail::get_type_info(typeid(Tensor));
+  auto move = [](const void* p) -> void* {
+    return new Tensor(std::move(*const_cast<Tensor*>(static_cast<const Tensor*>(p))));
+  };
+  return py::reinterpret_steal<py::object>(py::detail::type_caster_generic::cast(
+      &t, py::return_value_policy::move, py::handle(), info, nullptr, +move));
+}
+
 py::object dtype_object(DType t) {
   PyObject* o = g_dtypes[static_cast<std::size_t>(t)];
   if (o == nullptr) throw std::runtime_error("genesis dtypes are not registered (import genesis)");
@@ -132,15 +144,24 @@ std::optional<DType> to_opt_dtype(py::handle h) {
 Device to_device(py::handle h) {
   if (h.is_none()) return Device{};
   if (PyUnicode_Check(h.ptr())) {
+    // Fastest path: the same string object as last time (a literal such as
+    // device='cuda' in a loop is one interned object). We hold a reference,
+    // so the pointer cannot be reused by another string.
+    static PyObject* last_text = nullptr;
+    static Device last_device{};
+    if (h.ptr() == last_text) return last_device;
     Py_ssize_t len = 0;
     const char* s = PyUnicode_AsUTF8AndSize(h.ptr(), &len);
     if (s == nullptr) throw py::error_already_set();
     std::string key(s, static_cast<std::size_t>(len));
     auto& cache = parsed_devices();
     auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-    Device d = Device::parse(key);
-    if (cache.size() < 64) cache.emplace(std::move(key), d);
+    Device d = it != cache.end() ? it->second : Device::parse(key);
+    if (it == cache.end() && cache.size() < 64) cache.emplace(std::move(key), d);
+    Py_INCREF(h.ptr());
+    Py_XDECREF(last_text);
+    last_text = h.ptr();
+    last_device = d;
     return d;
   }
   if (g_device_cls != nullptr && PyObject_TypeCheck(h.ptr(), reinterpret_cast<PyTypeObject*>(g_device_cls))) {

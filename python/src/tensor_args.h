@@ -52,8 +52,9 @@ std::optional<TensorOrScalar> to_operand(py::handle h);
 std::optional<Scalar> to_scalar(py::handle h);
 /// A Tensor from a Tensor or anything genesis.tensor() accepts.
 Tensor as_tensor(py::handle h);
-/// The Python object of a Tensor result.
-inline py::object wrap(Tensor t) { return py::cast(std::move(t)); }
+/// The Python object of a Tensor result (py::cast without its per-call
+/// type-table lookups: the hot path of genesis.empty).
+py::object wrap(Tensor t);
 
 /// Registers the Python-side objects (called once by genesis/_tensor.py).
 void bind_tensor_args(py::module_& m);

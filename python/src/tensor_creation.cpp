@@ -178,7 +178,7 @@ PyObject* empty_fast(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs
       }
     }
     AllocationSite site;
-    return py::cast(empty(shape, options)).release().ptr();
+    return wrap(empty(shape, options)).release().ptr();
   } catch (...) {
     return raise_current();
   }
