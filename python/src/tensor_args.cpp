@@ -75,11 +75,25 @@ bool is_ndarray(py::handle h) {
   return np != nullptr && isinstance_of(h, np->ndarray);
 }
 
-py::object wrap(Tensor t) {
-  // py::cast(Tensor&&) looks the type up by typeid in two hash tables on every
-  // call (a tenth of an empty()+del round trip); the type_info is fixed once
-  // the class is bound, so look it up once.
+// pybind11 finds a bound type by typeid in hash tables on every cast (a tenth
+// of an empty()+del round trip); the type_info is fixed once the class is
+// bound, so it is looked up once.
+const py::detail::type_info* tensor_type_info() {
   static const py::detail::type_info* info = py::detail::get_type_info(typeid(Tensor));
+  return info;
+}
+
+bool is_tensor(py::handle h) {
+  return PyObject_TypeCheck(h.ptr(), tensor_type_info()->type) != 0;
+}
+
+Tensor& tensor_ref(py::handle h) {
+  auto* inst = reinterpret_cast<py::detail::instance*>(h.ptr());
+  return *static_cast<Tensor*>(inst->get_value_and_holder(tensor_type_info()).value_ptr());
+}
+
+py::object wrap(Tensor t) {
+  const py::detail::type_info* info = tensor_type_info();
   auto move = [](const void* p) -> void* {
     return new Tensor(std::move(*const_cast<Tensor*>(static_cast<const Tensor*>(p))));
   };
@@ -230,7 +244,7 @@ std::optional<Scalar> to_scalar(py::handle h) {
 }
 
 std::optional<TensorOrScalar> to_operand(py::handle h) {
-  if (py::isinstance<Tensor>(h)) return TensorOrScalar(h.cast<const Tensor&>());
+  if (is_tensor(h)) return TensorOrScalar(tensor_ref(h));
   if (auto s = to_scalar(h)) return TensorOrScalar(*s);
   if (is_ndarray(h)) return TensorOrScalar(from_numpy_array(h));
   return std::nullopt;

@@ -52,6 +52,11 @@ std::optional<TensorOrScalar> to_operand(py::handle h);
 std::optional<Scalar> to_scalar(py::handle h);
 /// A Tensor from a Tensor or anything genesis.tensor() accepts.
 Tensor as_tensor(py::handle h);
+/// True when `h` is a genesis.Tensor (a cached type check, no type-table lookup).
+bool is_tensor(py::handle h);
+/// The Tensor inside a genesis.Tensor object; `h` must be one (is_tensor).
+Tensor& tensor_ref(py::handle h);
+
 /// The Python object of a Tensor result (py::cast without its per-call
 /// type-table lookups: the hot path of genesis.empty).
 py::object wrap(Tensor t);

@@ -23,20 +23,23 @@ using UnaryFn = Tensor (*)(const Tensor&);
 
 py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
 
+// Operators take `self` as a handle: pybind11 then converts nothing (no
+// type lookup) and tensor_ref reads the Tensor straight from the instance.
+// pybind11 only calls a method with an instance of its class as self.
 template <BinaryFn F>
-py::object binary(const Tensor& self, py::handle other) {
+py::object binary(py::handle self, py::handle other) {
   auto o = to_operand(other);
   if (!o) return not_implemented();
   AllocationSite site;
-  return wrap(F(self, *o));
+  return wrap(F(tensor_ref(self), *o));
 }
 
 template <BinaryFn F>
-py::object reflected(const Tensor& self, py::handle other) {
+py::object reflected(py::handle self, py::handle other) {
   auto o = to_operand(other);
   if (!o) return not_implemented();
   AllocationSite site;
-  return wrap(F(*o, self));
+  return wrap(F(*o, tensor_ref(self)));
 }
 
 // Module-level form: either operand may be the number.
@@ -54,7 +57,7 @@ template <Tensor& (Tensor::*F)(const TensorOrScalar&)>
 py::object inplace(py::object self, py::handle other) {
   auto o = to_operand(other);
   if (!o) return not_implemented();
-  (self.cast<Tensor&>().*F)(*o);
+  (tensor_ref(self).*F)(*o);
   return self;
 }
 
