@@ -91,12 +91,29 @@ void element_span(const Tensor& t, std::int64_t& lo, std::int64_t& hi) {
 }  // namespace
 
 bool may_overlap(const Tensor& a, const Tensor& b) {
-  if (!(a.storage() == b.storage())) return false;
   if (a.numel() == 0 || b.numel() == 0) return false;
-  std::int64_t alo, ahi, blo, bhi;
-  element_span(a, alo, ahi);
-  element_span(b, blo, bhi);
-  return !(ahi < blo || bhi < alo);
+  if (a.storage() == b.storage()) {
+    std::int64_t alo, ahi, blo, bhi;
+    element_span(a, alo, ahi);
+    element_span(b, blo, bhi);
+    return !(ahi < blo || bhi < alo);
+  }
+  // Two storages can alias one buffer (from_blob / borrow over the same
+  // memory: genesis.from_numpy of two views of one array, DLPack imports):
+  // compare the byte ranges touched.
+  if (a.device() != b.device()) return false;
+  auto bytes = [](const Tensor& t, std::uintptr_t& lo, std::uintptr_t& hi) {
+    std::int64_t elo, ehi;
+    element_span(t, elo, ehi);
+    const auto base = reinterpret_cast<std::uintptr_t>(t.storage().data_ptr());
+    const auto size = static_cast<std::int64_t>(t.element_size());
+    lo = base + static_cast<std::uintptr_t>(elo * size);
+    hi = base + static_cast<std::uintptr_t>((ehi + 1) * size);  // one past the end
+  };
+  std::uintptr_t alo, ahi, blo, bhi;
+  bytes(a, alo, ahi);
+  bytes(b, blo, bhi);
+  return alo < bhi && blo < ahi;
 }
 
 bool same_elements(const Tensor& a, const Tensor& b) {

@@ -271,6 +271,23 @@ TEST(IndexMask, EmptyMaskDimMatchesAnySize) {
   EXPECT_EQ(b.sum().item<float>(), 0.0f);
 }
 
+// Two storages over one buffer (genesis.from_numpy of two views of one
+// array): the value is read before any write, as NumPy's a[1:] = a[:-1].
+TEST(IndexPut, ValueAliasingThroughAnotherStorage) {
+  std::vector<std::int64_t> buf = {0, 1, 2, 3, 4, 5};
+  Tensor x(Storage::borrow(buf.data(), {6}, DType::kInt64, Device{}), {6}, {1}, 0);
+  Tensor v(Storage::borrow(buf.data(), {5}, DType::kInt64, Device{}), {5}, {1}, 0);
+  x.index_put_({Slice(1, None)}, v);
+  EXPECT_EQ(buf, (V{0, 0, 1, 2, 3, 4}));
+  buf = {0, 1, 2, 3, 4, 5};
+  x.index_put_({tensor({1, 2, 3, 4, 5})}, v);
+  EXPECT_EQ(buf, (V{0, 0, 1, 2, 3, 4}));
+  buf = {0, 1, 2, 3, 4, 5};
+  Tensor tail(Storage::borrow(buf.data() + 1, {5}, DType::kInt64, Device{}), {5}, {1}, 0);
+  tail.copy_(v);
+  EXPECT_EQ(buf, (V{0, 0, 1, 2, 3, 4}));
+}
+
 TEST(IndexPut, DuplicatesOverlapAndErrors) {
   Tensor z = zeros({3});
   z.index_put_({tensor({0, 0, 1})}, tensor({1.0, 2.0, 3.0}));
