@@ -24,8 +24,9 @@ package only arranges it. Layout (one concern per module):
     profiler, memory_profiler   profiling (M7); _profile_session, _timeline
     memory_debug      enable_memory_debugging(), check_memory_leaks() (M9)
     testing           SimulatedAllocator: the allocator on a simulated GPU
+    _tensor           genesis.Tensor, tensor(), zeros(), ..., from_numpy(), from_dlpack() (SPEC T)
 
-Storages and tensors (SPEC S, T) will come as their own modules, imported here.
+Storages (SPEC S) will come as their own module, imported here.
 """
 
 import os as _os
