@@ -1,0 +1,86 @@
+// genesis.StorageView(base, offset, shape, stride) (SPEC S3): a zero-copy
+// strided window on a storage, bound over genesis::StorageView (bounds are
+// checked by C++ at construction). CPU views export their elements through
+// the buffer protocol with their strides (Note [Buffer export]), so
+// numpy.asarray(view) is a strided array over the base's memory.
+#include <memory>
+#include <string>
+
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "py_values.h"
+#include "storage_object.h"
+
+namespace genesis::python {
+
+void bind_storage_view(py::module_& m) {
+  py::class_<PyStorageView>(m, "StorageView", py::custom_type_setup(setup_view_buffer), R"doc(
+A zero-copy strided view of a storage (SPEC S3).
+
+    v = genesis.StorageView(base, offset, shape, stride)   # offset, strides in elements
+    v.data_ptr == base.data_ptr + offset * base.itemsize
+    v.is_contiguous(); numpy.asarray(v)
+
+stride=None means the packed row-major strides of shape; StorageView(base)
+views the whole base. The view keeps the base alive.)doc")
+      .def(py::init([](py::object base, const py::object& offset, const py::object& shape, const py::object& stride) {
+             const Storage& b = storage_arg(base, "StorageView(base)");
+             auto p = std::make_unique<PyStorageView>(PyStorageView{StorageView(b), base, false});
+             if (!shape.is_none() || !offset.is_none() || !stride.is_none()) {
+               auto dims = shape.is_none() ? b.shape() : dims_from_py(shape, "shape");
+               auto strides = stride.is_none() ? contiguous_strides(dims) : dims_from_py(stride, "stride");
+               std::int64_t off = 0;
+               if (!offset.is_none()) {
+                 auto o = dims_from_py(offset, "offset");
+                 if (o.size() != 1 || PySequence_Check(offset.ptr())) throw py::type_error("offset must be an int");
+                 off = o[0];
+               }
+               p->view = StorageView(b, off, std::move(dims), std::move(strides));
+             }
+             p->readonly = base.cast<PyStorage&>().readonly;
+             return p;
+           }),
+           py::arg("base"), py::arg("offset") = py::none(), py::arg("shape") = py::none(),
+           py::arg("stride") = py::none())
+      .def_property_readonly("base", [](const PyStorageView& v) { return v.base; })
+      .def_property_readonly("offset", [](const PyStorageView& v) { return v.view.offset(); })
+      .def_property_readonly("shape", [](const PyStorageView& v) { return dims_to_py(v.view.shape()); })
+      .def_property_readonly("stride", [](const PyStorageView& v) { return dims_to_py(v.view.stride()); })
+      .def_property_readonly("dtype", [](const PyStorageView& v) { return dtype_to_py(v.view.dtype()); })
+      .def_property_readonly("device", [](const PyStorageView& v) { return device_to_py(v.view.device()); })
+      .def_property_readonly("nbytes", [](const PyStorageView& v) { return v.view.nbytes(); },
+                             "numel x itemsize: the bytes of the view's elements if packed.")
+      .def_property_readonly("readonly", [](const PyStorageView& v) { return v.readonly; })
+      .def("numel", [](const PyStorageView& v) { return v.view.numel(); })
+      .def("__len__", [](const PyStorageView& v) { return v.view.numel(); })
+      .def_property_readonly(
+          "data_ptr", [](const PyStorageView& v) { return reinterpret_cast<std::uintptr_t>(v.view.data_ptr()); },
+          "base.data_ptr + offset x itemsize.")
+      .def("is_contiguous", [](const PyStorageView& v) { return v.view.is_contiguous(); })
+      .def(
+          "numpy",
+          [](py::object self) {
+            check_numpy_exportable(self.cast<PyStorageView&>().view.base(), "StorageView");
+            return as_numpy(self);
+          },
+          "A NumPy array over the view's elements (no copy).")
+      .def(
+          "__array__",
+          [](py::object self, py::object dtype, py::object copy) {
+            check_numpy_exportable(self.cast<PyStorageView&>().view.base(), "StorageView");
+            py::object arr = as_numpy(self);
+            if (!dtype.is_none()) arr = arr.attr("astype")(dtype, py::arg("copy") = false);
+            if (!copy.is_none() && copy.cast<bool>()) arr = arr.attr("copy")();
+            return arr;
+          },
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none())
+      .def("__repr__", [](const PyStorageView& v) {
+        return "genesis.StorageView(offset=" + std::to_string(v.view.offset()) +
+               ", shape=" + std::string(py::str(dims_to_py(v.view.shape()))) +
+               ", stride=" + std::string(py::str(dims_to_py(v.view.stride()))) + ", dtype=genesis." +
+               std::string(dtype_name(v.view.dtype())) + ", device='" + v.view.device().str() + "')";
+      });
+}
+
+}  // namespace genesis::python
