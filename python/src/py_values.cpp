@@ -2,6 +2,9 @@
 
 #include <climits>
 
+#include "genesis/core/error.h"
+#include "genesis/cuda/runtime.h"
+
 namespace genesis::python {
 
 namespace {
@@ -46,11 +49,32 @@ py::object dtype_to_py(DType t) {
 Device device_from_py(py::handle obj) {
   if (py::isinstance<Device>(obj)) return obj.cast<Device>();
   if (py::isinstance(obj, package_attr("genesis._device", "device"))) return obj.attr("_c").cast<Device>();
-  if (py::isinstance<py::str>(obj)) return Device::parse(obj.cast<std::string>());
-  if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
+  std::string text;
+  if (py::isinstance<py::str>(obj)) {
+    text = obj.cast<std::string>();
+  } else if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
     const std::int64_t i = index_to_int64(obj, "device");
     if (i < 0 || i > INT_MAX) throw py::value_error("device index must be >= 0, got " + std::to_string(i));
-    return Device::parse("cuda:" + std::to_string(i));
+    text = "cuda:" + std::to_string(i);
+  }
+  if (!text.empty() || py::isinstance<py::str>(obj)) {
+    // A well-formed CUDA device on a machine without a GPU is a CudaError
+    // (what genesis.cuda raises there too), not a bad argument.
+    if (text.rfind("cuda", 0) == 0 && !cuda::is_available()) {
+      const Device d = [&] {
+        try {
+          return Device::parse(text);
+        } catch (const InvalidArgumentError&) {
+          const bool well_formed = text == "cuda" || (text.size() > 5 && text[4] == ':' &&
+                                                      text.find_first_not_of("0123456789", 5) == std::string::npos);
+          if (well_formed)
+            cuda::detail::throw_cuda_unavailable(("device '" + text + "'").c_str(), __FILE__, __LINE__);
+          throw;
+        }
+      }();
+      return d;
+    }
+    return Device::parse(text);
   }
   throw py::type_error("device must be a string such as 'cpu' or 'cuda:0', an int (a CUDA index) or a "
                        "genesis.device, got " + std::string(py::str(py::type::of(obj).attr("__name__"))));

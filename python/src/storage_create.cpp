@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "py_values.h"
 #include "python_location.h"
 #include "storage_object.h"
 
@@ -243,7 +244,7 @@ void walk(py::handle obj, std::size_t depth, std::vector<std::int64_t>& shape, b
     if (n != shape[depth])
       throw py::value_error("create_storage: ragged nesting: " + where_str() + " has " + std::to_string(n) +
                             " elements but " + std::to_string(shape[depth]) + " were expected (shape so far " +
-                            std::string(py::str(py::cast(shape))) + ")");
+                            std::string(py::str(dims_to_py(shape))) + ")");
     for (Py_ssize_t i = 0; i < n; ++i) {
       // A new reference: the element must survive even if code run by a
       // number conversion mutates the list.
