@@ -105,7 +105,9 @@ array or view uses it. Usable as a context manager (closes on exit).)doc")
       .def(
           "flush",
           [](PyMappedStorage& p) {
-            p.get();
+            // Holding a reference keeps the mapping alive even if another
+            // thread closes this handle while the GIL is released.
+            const Storage keep = p.get();
             py::gil_scoped_release release;
             p.map->flush();
           },

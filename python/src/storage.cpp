@@ -181,7 +181,12 @@ CPU storages support the buffer protocol: numpy.asarray(s) shares memory.)doc")
           },
           "A new storage with the same contents on the same device.")
       .def(
-          "synchronize", [](const PyStorage& p) { p.get().synchronize(); }, py::call_guard<py::gil_scoped_release>(),
+          "synchronize",
+          [](const PyStorage& p) {
+            const Storage s = p.get();  // a reference of our own: another thread may close() meanwhile
+            py::gil_scoped_release release;
+            s.synchronize();
+          },
           "Waits for queued copies on the storage's GPU stream (no-op on the CPU).")
       // --- host values ---
       .def(
