@@ -2,11 +2,11 @@
 // and cuda/device_properties.h. Without a GPU is_available() is False and
 // every call that needs one raises genesis.CudaError saying why; the Python
 // package (python/genesis/cuda/_runtime.py) checks arguments first.
+#include <pybind11/stl.h>
+
 #include <memory>
 #include <optional>
 #include <thread>
-
-#include <pybind11/stl.h>
 
 #include "bindings.h"
 #include "genesis/cuda/device_properties.h"
@@ -33,8 +33,7 @@ void bind_cuda_runtime(py::module_& m) {
   m.def("cuda_is_available", &cuda::is_available);
   m.def("cuda_current_device", &cuda::current_device_or_zero, "The current CUDA device (0 without one).");
   m.def("cuda_set_device", &cuda::set_device, py::arg("device"));
-  m.def("cuda_synchronize", &cuda::synchronize_device, py::arg("device"),
-        py::call_guard<py::gil_scoped_release>());
+  m.def("cuda_synchronize", &cuda::synchronize_device, py::arg("device"), py::call_guard<py::gil_scoped_release>());
   m.def(
       "cuda_mem_get_info",
       [](int device) {
@@ -42,7 +41,8 @@ void bind_cuda_runtime(py::module_& m) {
         return py::make_tuple(info.free_bytes, info.total_bytes);
       },
       py::arg("device"));
-  m.def("cuda_get_device_name", [](int device) { return cuda::get_device_name(device); }, py::arg("device"));
+  m.def(
+      "cuda_get_device_name", [](int device) { return cuda::get_device_name(device); }, py::arg("device"));
   m.def(
       "cuda_get_device_capability",
       [](int device) {
@@ -53,8 +53,7 @@ void bind_cuda_runtime(py::module_& m) {
   m.def("cuda_can_access_peer", &cuda::can_access_peer, py::arg("device"), py::arg("peer"));
   m.def("cuda_enable_peer_access", &cuda::enable_peer_access, py::arg("device"), py::arg("peer"));
 
-  py::class_<cuda::DeviceProperties>(m, "CudaDeviceProperties",
-                                     "What a GPU is (genesis.cuda.get_device_properties).")
+  py::class_<cuda::DeviceProperties>(m, "CudaDeviceProperties", "What a GPU is (genesis.cuda.get_device_properties).")
       .def_readonly("index", &cuda::DeviceProperties::index)
       .def_readonly("name", &cuda::DeviceProperties::name)
       .def_readonly("major", &cuda::DeviceProperties::major)
@@ -83,8 +82,9 @@ void bind_cuda_runtime(py::module_& m) {
       .def("__repr__", [](const cuda::DeviceProperties& p) {
         return "_CudaDeviceProperties(name='" + p.name + "', major=" + std::to_string(p.major) +
                ", minor=" + std::to_string(p.minor) + ", total_memory=" + std::to_string(p.total_memory >> 20) +
-               "MB, multi_processor_count=" + std::to_string(p.multi_processor_count) + ", uuid=" +
-               p.uuid_string().substr(4) + ", L2_cache_size=" + std::to_string(p.l2_cache_size >> 20) + "MB)";
+               "MB, multi_processor_count=" + std::to_string(p.multi_processor_count) +
+               ", uuid=" + p.uuid_string().substr(4) + ", L2_cache_size=" + std::to_string(p.l2_cache_size >> 20) +
+               "MB)";
       });
   // The cached C++ object lives for the whole process: returned by reference.
   m.def("cuda_get_device_properties", &cuda::get_device_properties, py::arg("device"),

@@ -2,13 +2,13 @@
 // `with genesis.cuda.stream(s):`), over cuda/stream.h. The public classes
 // genesis.cuda.Stream / Event (python/genesis/cuda/_streams.py) wrap these.
 // Waiting calls release the GIL. Without a GPU they raise genesis.CudaError.
+#include <pybind11/stl.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <thread>
-
-#include <pybind11/stl.h>
 
 #include "bindings.h"
 #include "genesis/cuda/stream.h"
@@ -32,8 +32,7 @@ struct StreamGuardObject {
 
 void bind_cuda_stream(py::module_& m) {
   py::class_<Stream>(m, "CudaStream", "A CUDA stream (internal: see genesis.cuda.Stream).")
-      .def_static("create", &Stream::create, py::arg("device"), py::arg("priority") = 0,
-                  py::arg("non_blocking") = true)
+      .def_static("create", &Stream::create, py::arg("device"), py::arg("priority") = 0, py::arg("non_blocking") = true)
       .def_static("from_id", &Stream::from_id, py::arg("id"))
       .def_static("current", &cuda::current_stream, py::arg("device"))
       .def_static("default", &cuda::default_stream, py::arg("device"))

@@ -7,6 +7,10 @@
 // array dangling (Note [Python storage objects]). Mode 'r' storages are
 // read-only (Note [Read-only storages]). shape=None maps the rest of the file
 // from `offset` as a 1-D storage (modes r, r+, c), as numpy.memmap does.
+#include "genesis/storage/mapped_storage.h"
+
+#include <pybind11/stl.h>
+
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -14,10 +18,7 @@
 #include <string>
 #include <system_error>
 
-#include <pybind11/stl.h>
-
 #include "bindings.h"
-#include "genesis/storage/mapped_storage.h"
 #include "py_values.h"
 #include "storage_object.h"
 
@@ -34,8 +35,7 @@ struct PyMappedStorage : PyStorage {
 
 std::vector<std::int64_t> whole_file_shape(const std::string& filename, DType t, std::int64_t offset,
                                            const std::string& mode) {
-  if (mode == "w+")
-    throw py::value_error("MappedStorage: mode 'w+' creates the file and needs a shape");
+  if (mode == "w+") throw py::value_error("MappedStorage: mode 'w+' creates the file and needs a shape");
   std::error_code ec;
   const auto size = std::filesystem::file_size(filename, ec);
   if (ec) throw py::value_error("MappedStorage: cannot read the size of '" + filename + "': " + ec.message());
@@ -99,12 +99,25 @@ close() flushes (r+, w+) and releases this handle; the mapping goes when no
 array or view uses it. Usable as a context manager (closes on exit).)doc")
       .def(py::init(&make), py::arg("filename"), py::arg("shape") = py::none(), py::arg("dtype") = py::none(),
            py::arg("mode") = "r", py::arg("offset") = 0)
-      .def_property_readonly("filename", [](const PyMappedStorage& p) { return p.map->filename(); })
-      .def_property_readonly("mode", [](const PyMappedStorage& p) { return p.map->mode(); })
-      .def_property_readonly("offset", [](const PyMappedStorage& p) { return p.map->offset(); })
+      .def_property_readonly("filename",
+                             [](py::handle self_) {
+                               const PyMappedStorage& p = self_of<PyMappedStorage>(self_);
+                               return p.map->filename();
+                             })
+      .def_property_readonly("mode",
+                             [](py::handle self_) {
+                               const PyMappedStorage& p = self_of<PyMappedStorage>(self_);
+                               return p.map->mode();
+                             })
+      .def_property_readonly("offset",
+                             [](py::handle self_) {
+                               const PyMappedStorage& p = self_of<PyMappedStorage>(self_);
+                               return p.map->offset();
+                             })
       .def(
           "flush",
-          [](PyMappedStorage& p) {
+          [](py::handle self_) {
+            PyMappedStorage& p = self_of<PyMappedStorage>(self_);
             // Holding a reference keeps the mapping alive even if another
             // thread closes this handle while the GIL is released.
             const Storage keep = p.get();
@@ -112,12 +125,20 @@ array or view uses it. Usable as a context manager (closes on exit).)doc")
             p.map->flush();
           },
           "Writes changes to the file and waits (r+, w+); a no-op in modes r and c.")
-      .def("close", &close, "Flushes (r+, w+) and releases this handle; idempotent.")
+      .def(
+          "close", [](py::handle self_) { close(self_of<PyMappedStorage>(self_)); },
+          "Flushes (r+, w+) and releases this handle; idempotent.")
       .def("__enter__", [](py::object self) { return self; })
-      .def("__exit__", [](PyMappedStorage& p, py::args) { close(p); return false; })
-      .def("__repr__", [](const PyMappedStorage& p) {
-        std::string s = "genesis.MappedStorage('" + p.map->filename() + "', shape=" +
-                        std::string(py::str(dims_to_py(p.map->shape()))) + ", dtype=genesis." +
+      .def("__exit__",
+           [](py::handle self_, py::args) {
+             PyMappedStorage& p = self_of<PyMappedStorage>(self_);
+             close(p);
+             return false;
+           })
+      .def("__repr__", [](py::handle self_) {
+        const PyMappedStorage& p = self_of<PyMappedStorage>(self_);
+        std::string s = "genesis.MappedStorage('" + p.map->filename() +
+                        "', shape=" + std::string(py::str(dims_to_py(p.map->shape()))) + ", dtype=genesis." +
                         std::string(dtype_name(p.map->dtype())) + ", mode='" + p.map->mode() + "'";
         return s + (p.storage.defined() ? ")" : ", closed)");
       });

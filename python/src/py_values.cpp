@@ -13,9 +13,7 @@ namespace {
 // (python/genesis/_dtype.py, _device.py); the classes are looked up on each
 // call through sys.modules (a dict lookup) rather than cached in statics,
 // which would be released after the interpreter has shut down.
-py::object package_attr(const char* module, const char* name) {
-  return py::module_::import(module).attr(name);
-}
+py::object package_attr(const char* module, const char* name) { return py::module_::import(module).attr(name); }
 
 std::int64_t index_to_int64(py::handle item, const char* what) {
   PyObject* idx = PyNumber_Index(item.ptr());  // ints, numpy integers; TypeError for floats
@@ -67,8 +65,7 @@ Device device_from_py(py::handle obj) {
         } catch (const InvalidArgumentError&) {
           const bool well_formed = text == "cuda" || (text.size() > 5 && text[4] == ':' &&
                                                       text.find_first_not_of("0123456789", 5) == std::string::npos);
-          if (well_formed)
-            cuda::detail::throw_cuda_unavailable(("device '" + text + "'").c_str(), __FILE__, __LINE__);
+          if (well_formed) cuda::detail::throw_cuda_unavailable(("device '" + text + "'").c_str(), __FILE__, __LINE__);
           throw;
         }
       }();
@@ -76,8 +73,10 @@ Device device_from_py(py::handle obj) {
     }
     return Device::parse(text);
   }
-  throw py::type_error("device must be a string such as 'cpu' or 'cuda:0', an int (a CUDA index) or a "
-                       "genesis.device, got " + std::string(py::str(py::type::of(obj).attr("__name__"))));
+  throw py::type_error(
+      "device must be a string such as 'cpu' or 'cuda:0', an int (a CUDA index) or a "
+      "genesis.device, got " +
+      std::string(py::str(py::type::of(obj).attr("__name__"))));
 }
 
 py::object device_to_py(const Device& d) { return package_attr("genesis._device", "device")(d.str()); }
@@ -93,8 +92,7 @@ std::vector<std::int64_t> dims_from_py(py::handle obj, const char* what) {
     throw py::type_error(std::string(what) + " must be an int or a sequence of ints, got " +
                          std::string(py::str(py::type::of(obj).attr("__name__"))));
   for (py::handle item : py::reinterpret_borrow<py::sequence>(obj)) {
-    if (PyBool_Check(item.ptr()))
-      throw py::type_error(std::string(what) + " must contain integers, got bool");
+    if (PyBool_Check(item.ptr())) throw py::type_error(std::string(what) + " must contain integers, got bool");
     out.push_back(index_to_int64(item, what));
   }
   return out;

@@ -11,11 +11,11 @@
 // All helpers need the GIL.
 #pragma once
 
+#include <pybind11/pybind11.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <pybind11/pybind11.h>
 
 #include "genesis/core/device.h"
 #include "genesis/core/dtype.h"

@@ -8,15 +8,16 @@
 // leading '/' ("psm_1" and "/psm_1" are the same segment); .name has it.
 // Pickling attaches by name, so a SharedStorage can be passed to a
 // multiprocessing child as an argument.
+#include "genesis/storage/shared_storage.h"
+
+#include <pybind11/stl.h>
+
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 
-#include <pybind11/stl.h>
-
 #include "bindings.h"
-#include "genesis/storage/shared_storage.h"
 #include "py_values.h"
 #include "storage_object.h"
 
@@ -71,8 +72,8 @@ manager (closes on exit).)doc")
       .def_static(
           "create",
           [](const std::string& name, const py::object& shape, const py::object& dtype, bool auto_unlink) {
-            return wrap(SharedStorage::create(shm_name(name), dims_from_py(shape, "shape"), dtype_from_py(dtype),
-                                              auto_unlink));
+            return wrap(
+                SharedStorage::create(shm_name(name), dims_from_py(shape, "shape"), dtype_from_py(dtype), auto_unlink));
           },
           py::arg("name"), py::arg("shape"), py::arg("dtype"), py::arg("auto_unlink") = false,
           "Creates the segment `name`; ValueError if it exists.")
@@ -83,31 +84,57 @@ manager (closes on exit).)doc")
           },
           py::arg("name"), py::arg("shape"), py::arg("dtype"),
           "Attaches to the existing segment `name` (ValueError if missing or of another size).")
-      .def_property_readonly("name", [](const PySharedStorage& p) { return p.shm->name(); })
-      .def_property_readonly("is_owner", [](const PySharedStorage& p) { return p.shm->is_owner(); },
-                             "True if this handle created the name.")
-      .def_property_readonly("auto_unlink", [](const PySharedStorage& p) { return p.shm->auto_unlink(); })
+      .def_property_readonly("name",
+                             [](py::handle self_) {
+                               const PySharedStorage& p = self_of<PySharedStorage>(self_);
+                               return p.shm->name();
+                             })
+      .def_property_readonly(
+          "is_owner",
+          [](py::handle self_) {
+            const PySharedStorage& p = self_of<PySharedStorage>(self_);
+            return p.shm->is_owner();
+          },
+          "True if this handle created the name.")
+      .def_property_readonly("auto_unlink",
+                             [](py::handle self_) {
+                               const PySharedStorage& p = self_of<PySharedStorage>(self_);
+                               return p.shm->auto_unlink();
+                             })
       .def(
-          "close", [](PySharedStorage& p) { p.storage = Storage(); },
+          "close",
+          [](py::handle self_) {
+            PySharedStorage& p = self_of<PySharedStorage>(self_);
+            p.storage = Storage();
+          },
           "Releases this handle (idempotent). The mapping is unmapped when no NumPy array, view or other "
           "storage handle uses it any more.")
       .def(
-          "unlink", [](PySharedStorage& p) { return p.shm->unlink(); },
+          "unlink",
+          [](py::handle self_) {
+            PySharedStorage& p = self_of<PySharedStorage>(self_);
+            return p.shm->unlink();
+          },
           "Removes the name (True if this call removed it); mappings stay valid.")
       .def("__enter__", [](py::object self) { return self; })
-      .def(
-          "__exit__", [](PySharedStorage& p, py::args) { p.storage = Storage(); return false; })
+      .def("__exit__",
+           [](py::handle self_, py::args) {
+             PySharedStorage& p = self_of<PySharedStorage>(self_);
+             p.storage = Storage();
+             return false;
+           })
       .def("__reduce__",
            [](py::object self) {
-             auto& p = self.cast<PySharedStorage&>();
+             auto& p = self_of<PySharedStorage>(self);
              // A module-level function: pickle cannot name a pybind11 static method.
-             return py::make_tuple(py::module_::import("genesis.storage").attr("_attach_shared"),
-                                   py::make_tuple(p.shm->name(), dims_to_py(p.shm->shape()),
-                                                  std::string(dtype_name(p.shm->dtype()))));
+             return py::make_tuple(
+                 py::module_::import("genesis.storage").attr("_attach_shared"),
+                 py::make_tuple(p.shm->name(), dims_to_py(p.shm->shape()), std::string(dtype_name(p.shm->dtype()))));
            })
-      .def("__repr__", [](const PySharedStorage& p) {
-        std::string s = "genesis.SharedStorage(name='" + p.shm->name() + "', shape=" +
-                        std::string(py::str(dims_to_py(p.shm->shape()))) + ", dtype=genesis." +
+      .def("__repr__", [](py::handle self_) {
+        const PySharedStorage& p = self_of<PySharedStorage>(self_);
+        std::string s = "genesis.SharedStorage(name='" + p.shm->name() +
+                        "', shape=" + std::string(py::str(dims_to_py(p.shm->shape()))) + ", dtype=genesis." +
                         std::string(dtype_name(p.shm->dtype()));
         return s + (p.storage.defined() ? ")" : ", closed)");
       });

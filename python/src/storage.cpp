@@ -6,11 +6,11 @@
 //
 // Tensors (SPEC T) will take and return these objects: PyStorage and the
 // helpers in storage_object.h / py_values.h are their interface.
+#include <pybind11/stl.h>
+
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <pybind11/stl.h>
 
 #include "bindings.h"
 #include "genesis/storage/convert.h"
@@ -26,9 +26,7 @@ namespace {
 
 const Device kCpu(DeviceType::kCPU);
 
-DType dtype_or_default(const py::object& dtype) {
-  return dtype.is_none() ? DType::kFloat32 : dtype_from_py(dtype);
-}
+DType dtype_or_default(const py::object& dtype) { return dtype.is_none() ? DType::kFloat32 : dtype_from_py(dtype); }
 
 std::unique_ptr<PyStorage> make_empty(const py::object& shape, const py::object& dtype, const py::object& device,
                                       bool pinned, bool zero) {
@@ -36,7 +34,8 @@ std::unique_ptr<PyStorage> make_empty(const py::object& shape, const py::object&
   const DType t = dtype_or_default(dtype);
   const Device d = device_from_py(device);
   AllocationSite site;
-  Storage s = zero ? Storage::zeros(std::move(dims), t, d) : Storage::empty(std::move(dims), t, d, kCurrentStream, pinned);
+  Storage s =
+      zero ? Storage::zeros(std::move(dims), t, d) : Storage::empty(std::move(dims), t, d, kCurrentStream, pinned);
   return std::make_unique<PyStorage>(std::move(s));
 }
 
@@ -48,9 +47,9 @@ py::object to_list(const Storage& s) {
   {
     py::gil_scoped_release release;
     host = s.device().is_cpu() ? s : s.to(kCpu);
-    const DType wide = is_floating(host.dtype()) ? DType::kFloat64
+    const DType wide = is_floating(host.dtype())      ? DType::kFloat64
                        : host.dtype() == DType::kBool ? DType::kBool
-                                                       : DType::kInt64;
+                                                      : DType::kInt64;
     if (host.dtype() != wide) host = convert_dtype(host, wide);
   }
   const auto& shape = host.shape();
@@ -77,8 +76,8 @@ std::string repr(const PyStorage& p) {
   const Storage& s = p.storage;
   std::string shape = py::str(dims_to_py(s.shape()));
   return std::string("genesis.") + p.kind() + "(shape=" + shape + ", dtype=genesis." +
-         std::string(dtype_name(s.dtype())) + ", device='" + s.device().str() + "', nbytes=" +
-         std::to_string(s.nbytes()) + (p.readonly ? ", readonly=True" : "") + ")";
+         std::string(dtype_name(s.dtype())) + ", device='" + s.device().str() +
+         "', nbytes=" + std::to_string(s.nbytes()) + (p.readonly ? ", readonly=True" : "") + ")";
 }
 
 }  // namespace
@@ -106,34 +105,105 @@ CPU storages support the buffer protocol: numpy.asarray(s) shares memory.)doc")
           },
           py::arg("shape"), py::arg("dtype") = py::none(), py::arg("device") = "cpu", "Zero-filled memory.")
       // --- what it is ---
-      .def_property_readonly("shape", [](const PyStorage& p) { return dims_to_py(p.get().shape()); })
-      .def_property_readonly("dtype", [](const PyStorage& p) { return dtype_to_py(p.get().dtype()); })
-      .def_property_readonly("device", [](const PyStorage& p) { return device_to_py(p.get().device()); })
-      .def_property_readonly("nbytes", [](const PyStorage& p) { return p.get().nbytes(); })
-      .def_property_readonly("itemsize", [](const PyStorage& p) { return p.get().itemsize(); })
-      .def("size_bytes", [](const PyStorage& p) { return p.get().nbytes(); }, "nbytes (the seed's spelling).")
-      .def("numel", [](const PyStorage& p) { return p.get().numel(); })
-      .def("element_size", [](const PyStorage& p) { return p.get().itemsize(); })
+      .def_property_readonly("shape",
+                             [](py::handle self_) {
+                               const PyStorage& p = self_of<PyStorage>(self_);
+                               return dims_to_py(p.get().shape());
+                             })
+      .def_property_readonly("dtype",
+                             [](py::handle self_) {
+                               const PyStorage& p = self_of<PyStorage>(self_);
+                               return dtype_to_py(p.get().dtype());
+                             })
+      .def_property_readonly("device",
+                             [](py::handle self_) {
+                               const PyStorage& p = self_of<PyStorage>(self_);
+                               return device_to_py(p.get().device());
+                             })
+      .def_property_readonly("nbytes",
+                             [](py::handle self_) {
+                               const PyStorage& p = self_of<PyStorage>(self_);
+                               return p.get().nbytes();
+                             })
+      .def_property_readonly("itemsize",
+                             [](py::handle self_) {
+                               const PyStorage& p = self_of<PyStorage>(self_);
+                               return p.get().itemsize();
+                             })
+      .def(
+          "size_bytes",
+          [](py::handle self_) {
+            const PyStorage& p = self_of<PyStorage>(self_);
+            return p.get().nbytes();
+          },
+          "nbytes (the seed's spelling).")
+      .def("numel",
+           [](py::handle self_) {
+             const PyStorage& p = self_of<PyStorage>(self_);
+             return p.get().numel();
+           })
+      .def("element_size",
+           [](py::handle self_) {
+             const PyStorage& p = self_of<PyStorage>(self_);
+             return p.get().itemsize();
+           })
       .def_property_readonly(
-          "data_ptr", [](const PyStorage& p) { return reinterpret_cast<std::uintptr_t>(p.get().data_ptr()); },
+          "data_ptr",
+          [](py::handle self_) {
+            const PyStorage& p = self_of<PyStorage>(self_);
+            return reinterpret_cast<std::uintptr_t>(p.get().data_ptr());
+          },
           "Address of the first element (0 for an empty storage). A property, as in SPEC S1.")
       .def_property_readonly(
-          "use_count", [](const PyStorage& p) { return p.storage.use_count(); },
+          "use_count",
+          [](py::handle self_) {
+            const PyStorage& p = self_of<PyStorage>(self_);
+            return p.storage.use_count();
+          },
           "Strong references to the memory: this object, NumPy exports, views and other handles (0 once closed).")
-      .def_property_readonly("readonly", [](const PyStorage& p) { return p.readonly; })
-      .def_property_readonly("closed", [](const PyStorage& p) { return !p.storage.defined(); })
-      .def("is_pinned", [](const PyStorage& p) { return p.get().is_pinned(); })
-      .def("is_pooled", [](const PyStorage& p) { return p.get().is_pooled(); },
-           "True when the memory is a block of a caching allocator.")
-      .def("is_contiguous", [](const PyStorage& p) { p.get(); return true; },
-           "Always True: a storage is one packed row-major buffer (views may not be).")
-      .def("__len__", [](const PyStorage& p) { return p.get().numel(); }, "Number of elements.")
-      .def("__repr__", &repr)
+      .def_property_readonly("readonly",
+                             [](py::handle self_) {
+                               const PyStorage& p = self_of<PyStorage>(self_);
+                               return p.readonly;
+                             })
+      .def_property_readonly("closed",
+                             [](py::handle self_) {
+                               const PyStorage& p = self_of<PyStorage>(self_);
+                               return !p.storage.defined();
+                             })
+      .def("is_pinned",
+           [](py::handle self_) {
+             const PyStorage& p = self_of<PyStorage>(self_);
+             return p.get().is_pinned();
+           })
+      .def(
+          "is_pooled",
+          [](py::handle self_) {
+            const PyStorage& p = self_of<PyStorage>(self_);
+            return p.get().is_pooled();
+          },
+          "True when the memory is a block of a caching allocator.")
+      .def(
+          "is_contiguous",
+          [](py::handle self_) {
+            const PyStorage& p = self_of<PyStorage>(self_);
+            p.get();
+            return true;
+          },
+          "Always True: a storage is one packed row-major buffer (views may not be).")
+      .def(
+          "__len__",
+          [](py::handle self_) {
+            const PyStorage& p = self_of<PyStorage>(self_);
+            return p.get().numel();
+          },
+          "Number of elements.")
+      .def("__repr__", [](py::handle self_) { return repr(self_of<PyStorage>(self_)); })
       // --- moving and copying ---
       .def(
           "to",
           [](py::object self, const py::object& device) -> py::object {
-            const Storage s = self.cast<PyStorage&>().get();
+            const Storage s = self_of<PyStorage>(self).get();
             const Device d = device_from_py(device);
             if (s.device() == d) return self;  // the same object: keeps its class and read-only flag
             AllocationSite site;
@@ -169,7 +239,8 @@ CPU storages support the buffer protocol: numpy.asarray(s) shares memory.)doc")
           "Returns self.")
       .def(
           "clone",
-          [](const PyStorage& p) {
+          [](py::handle self_) {
+            const PyStorage& p = self_of<PyStorage>(self_);
             const Storage s = p.get();
             AllocationSite site;
             Storage out;
@@ -182,7 +253,8 @@ CPU storages support the buffer protocol: numpy.asarray(s) shares memory.)doc")
           "A new storage with the same contents on the same device.")
       .def(
           "synchronize",
-          [](const PyStorage& p) {
+          [](py::handle self_) {
+            const PyStorage& p = self_of<PyStorage>(self_);
             const Storage s = p.get();  // a reference of our own: another thread may close() meanwhile
             py::gil_scoped_release release;
             s.synchronize();
@@ -192,8 +264,8 @@ CPU storages support the buffer protocol: numpy.asarray(s) shares memory.)doc")
       .def(
           "numpy",
           [](py::object self) {
-            const Storage s = self.cast<PyStorage&>().get();
-            check_numpy_exportable(s, self.cast<PyStorage&>().kind());
+            const Storage s = self_of<PyStorage>(self).get();
+            check_numpy_exportable(s, self_of<PyStorage>(self).kind());
             return as_numpy(self);
           },
           "A NumPy array sharing this CPU storage's memory (no copy; it keeps the memory alive). "
@@ -201,8 +273,8 @@ CPU storages support the buffer protocol: numpy.asarray(s) shares memory.)doc")
       .def(
           "__array__",
           [](py::object self, py::object dtype, py::object copy) {
-            const Storage s = self.cast<PyStorage&>().get();
-            check_numpy_exportable(s, self.cast<PyStorage&>().kind());
+            const Storage s = self_of<PyStorage>(self).get();
+            check_numpy_exportable(s, self_of<PyStorage>(self).kind());
             py::object arr = as_numpy(self);
             if (!dtype.is_none()) arr = arr.attr("astype")(dtype, py::arg("copy") = false);
             if (!copy.is_none() && copy.cast<bool>()) arr = arr.attr("copy")();
@@ -210,7 +282,11 @@ CPU storages support the buffer protocol: numpy.asarray(s) shares memory.)doc")
           },
           py::arg("dtype") = py::none(), py::arg("copy") = py::none())
       .def(
-          "tolist", [](const PyStorage& p) { return to_list(p.get()); },
+          "tolist",
+          [](py::handle self_) {
+            const PyStorage& p = self_of<PyStorage>(self_);
+            return to_list(p.get());
+          },
           "Nested lists of Python numbers (any device and dtype; bfloat16 and float16 as float).");
 
   m.def(

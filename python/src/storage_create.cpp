@@ -56,30 +56,53 @@ Format parse_format(const char* fmt, Py_ssize_t itemsize) {
   }
   if (f.size() == 2 && f[0] == '1') f = f.substr(1);  // "1f": an explicit count of one
   auto bad = [&]() -> Format {
-    throw py::type_error("create_storage: buffer format '" + std::string(fmt == nullptr ? "B" : fmt) +
-                         "' (itemsize " + std::to_string(itemsize) +
+    throw py::type_error("create_storage: buffer format '" + std::string(fmt == nullptr ? "B" : fmt) + "' (itemsize " +
+                         std::to_string(itemsize) +
                          ") has no Genesis dtype; supported: bool, int8/16/32/64, uint8 (uint16/32/64 become "
                          "int64), float16/32/64");
   };
   if (f.size() != 1) return bad();
   switch (f[0]) {
-    case '?': return {Kind::kBool, false};
-    case 'b': case 'h': case 'i': case 'l': case 'q': case 'n': return {Kind::kSigned, swap};
-    case 'B': case 'H': case 'I': case 'L': case 'Q': case 'N': case 'c': return {Kind::kUnsigned, swap};
-    case 'e': case 'f': case 'd':
+    case '?':
+      return {Kind::kBool, false};
+    case 'b':
+    case 'h':
+    case 'i':
+    case 'l':
+    case 'q':
+    case 'n':
+      return {Kind::kSigned, swap};
+    case 'B':
+    case 'H':
+    case 'I':
+    case 'L':
+    case 'Q':
+    case 'N':
+    case 'c':
+      return {Kind::kUnsigned, swap};
+    case 'e':
+    case 'f':
+    case 'd':
       if (itemsize == 2 || itemsize == 4 || itemsize == 8) return {Kind::kFloat, swap};
       return bad();
-    default: return bad();
+    default:
+      return bad();
   }
 }
 
 DType dtype_of(Kind kind, Py_ssize_t itemsize) {
   switch (kind) {
-    case Kind::kBool: return DType::kBool;
+    case Kind::kBool:
+      return DType::kBool;
     case Kind::kSigned:
-      return itemsize == 1 ? DType::kInt8 : itemsize == 2 ? DType::kInt16 : itemsize == 4 ? DType::kInt32 : DType::kInt64;
-    case Kind::kUnsigned: return itemsize == 1 ? DType::kUInt8 : DType::kInt64;  // wider ones are widened
-    case Kind::kFloat: return itemsize == 2 ? DType::kFloat16 : itemsize == 4 ? DType::kFloat32 : DType::kFloat64;
+      return itemsize == 1   ? DType::kInt8
+             : itemsize == 2 ? DType::kInt16
+             : itemsize == 4 ? DType::kInt32
+                             : DType::kInt64;
+    case Kind::kUnsigned:
+      return itemsize == 1 ? DType::kUInt8 : DType::kInt64;  // wider ones are widened
+    case Kind::kFloat:
+      return itemsize == 2 ? DType::kFloat16 : itemsize == 4 ? DType::kFloat32 : DType::kFloat64;
   }
   return DType::kUInt8;
 }
@@ -133,9 +156,17 @@ Storage from_buffer(py::handle data, Device device, std::optional<DType> dtype) 
         std::memcpy(packed.data() + k * itemsize, tmp, itemsize);
       } else {
         std::uint64_t u = 0;
-        if (itemsize == 2) { std::uint16_t x; std::memcpy(&x, tmp, 2); u = x; }
-        else if (itemsize == 4) { std::uint32_t x; std::memcpy(&x, tmp, 4); u = x; }
-        else { std::memcpy(&u, tmp, 8); }
+        if (itemsize == 2) {
+          std::uint16_t x;
+          std::memcpy(&x, tmp, 2);
+          u = x;
+        } else if (itemsize == 4) {
+          std::uint32_t x;
+          std::memcpy(&x, tmp, 4);
+          u = x;
+        } else {
+          std::memcpy(&u, tmp, 8);
+        }
         if (u > static_cast<std::uint64_t>(INT64_MAX))
           throw py::value_error("create_storage: unsigned value " + std::to_string(u) +
                                 " does not fit in int64, the widest integer dtype");
@@ -222,7 +253,9 @@ Value leaf_value(py::handle obj, const std::vector<std::int64_t>& where) {
 void walk(py::handle obj, std::size_t depth, std::vector<std::int64_t>& shape, bool& shape_done,
           std::vector<std::int64_t>& where, std::vector<Value>& out) {
   if (Py_EnterRecursiveCall(" in create_storage") != 0) throw py::error_already_set();
-  struct Leave { ~Leave() { Py_LeaveRecursiveCall(); } } leave;
+  struct Leave {
+    ~Leave() { Py_LeaveRecursiveCall(); }
+  } leave;
   const bool nested = is_nesting(obj);
   if (!shape_done) {
     if (nested) {
@@ -311,13 +344,13 @@ Storage storage_from_data(py::handle data, Device device, std::optional<DType> d
   if (is_nesting(data) || PyBool_Check(data.ptr()) || PyFloat_Check(data.ptr()) || PyIndex_Check(data.ptr()) ||
       is_numpy_bool(data))
     return from_sequence(data, device, dtype);
-  if (py::isinstance<py::str>(data))
-    throw py::type_error("create_storage: data must be numbers, not a str");
+  if (py::isinstance<py::str>(data)) throw py::type_error("create_storage: data must be numbers, not a str");
   // Other number-like objects (numpy float32 scalars, Decimal) as 0-d data.
   if (PyObject_HasAttrString(data.ptr(), "__float__")) return from_sequence(data, device, dtype);
-  throw py::type_error("create_storage: data must be a (nested) list or tuple of numbers, a number, a "
-                       "genesis.Storage, or an object with the buffer protocol (a NumPy array, bytes, ...); got " +
-                       type_name(data));
+  throw py::type_error(
+      "create_storage: data must be a (nested) list or tuple of numbers, a number, a "
+      "genesis.Storage, or an object with the buffer protocol (a NumPy array, bytes, ...); got " +
+      type_name(data));
 }
 
 }  // namespace genesis::python

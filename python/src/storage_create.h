@@ -4,9 +4,9 @@
 // other storages.
 #pragma once
 
-#include <optional>
-
 #include <pybind11/pybind11.h>
+
+#include <optional>
 
 #include "genesis/storage/storage.h"
 

@@ -1,10 +1,10 @@
 // inspect_storage and StorageTracker (SPEC S9), over storage/inspect.h.
 // Results go to Python as plain dicts; python/genesis/_storage_inspect.py
 // turns them into StorageInfo / TrackedStorage objects.
+#include <pybind11/stl.h>
+
 #include <cstdint>
 #include <string>
-
-#include <pybind11/stl.h>
 
 #include "bindings.h"
 #include "genesis/storage/inspect.h"
@@ -38,7 +38,7 @@ py::dict info_to_dict(const StorageInfo& i) {
 }
 
 const Storage& tracked_arg(py::handle obj, const char* what) {
-  if (py::isinstance<PyStorageView>(obj)) return obj.cast<PyStorageView&>().view.base();
+  if (py::isinstance<PyStorageView>(obj)) return self_of<PyStorageView>(obj).view.base();
   return storage_arg(obj, what);
 }
 
@@ -50,7 +50,7 @@ void bind_storage_inspect(py::module_& m) {
       [](py::handle obj) {
         StorageInfo info;
         if (py::isinstance<PyStorageView>(obj)) {
-          const StorageView& v = obj.cast<PyStorageView&>().view;
+          const StorageView& v = self_of<PyStorageView>(obj).view;
           py::gil_scoped_release release;
           info = inspect_storage(v);
         } else {

@@ -5,10 +5,10 @@
 // through a pipe, a queue or an environment variable. Note [Lifetime of
 // shared GPU memory]: the exporter keeps its storage alive until every
 // importer has dropped theirs.
+#include <pybind11/stl.h>
+
 #include <memory>
 #include <string>
-
-#include <pybind11/stl.h>
 
 #include "bindings.h"
 #include "genesis/storage/cuda_ipc_storage.h"
@@ -22,7 +22,8 @@ void bind_storage_ipc(py::module_& m) {
   auto cls = py::reinterpret_borrow<py::class_<PyStorage>>(m.attr("Storage"));
   cls.def(
          "share_ipc",
-         [](const PyStorage& p) {
+         [](py::handle self_) {
+           const PyStorage& p = self_of<PyStorage>(self_);
            const Storage& s = p.get();
            return export_storage(s).to_string();
          },

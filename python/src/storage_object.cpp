@@ -39,8 +39,8 @@ int refuse(Py_buffer* view, const std::string& why) {
 
 // Fills `view` for `obj` (Note [Buffer export]). Never throws.
 int export_buffer(PyObject* obj, Py_buffer* view, int flags, const Storage& s, void* data,
-                  const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& stride_elems,
-                  bool readonly, const char* kind) {
+                  const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& stride_elems, bool readonly,
+                  const char* kind) {
   try {
     if (view == nullptr) return refuse(view, "genesis: NULL Py_buffer");
     if (!s.device().is_cpu())
@@ -65,11 +65,12 @@ int export_buffer(PyObject* obj, Py_buffer* view, int flags, const Storage& s, v
     // Consumers that cannot take strides (or ask for contiguity) get a
     // contiguous buffer or a refusal; only C order is ever claimed.
     const bool wants_strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES;
-    const bool wants_c = (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS ||
-                         (flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS;
+    const bool wants_c =
+        (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS || (flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS;
     const bool wants_f = (flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS;
     if (!contiguous && (!wants_strides || wants_c || wants_f))
-      return refuse(view, std::string("this ") + kind + " is not contiguous and the consumer needs a contiguous buffer");
+      return refuse(view,
+                    std::string("this ") + kind + " is not contiguous and the consumer needs a contiguous buffer");
     if (wants_f && !wants_c && shape.size() > 1 && len > 0) {
       int big = 0;
       for (auto d : shape) big += d > 1;
@@ -99,7 +100,7 @@ void release_buffer(PyObject*, Py_buffer* view) { delete static_cast<Export*>(vi
 int storage_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
   PyStorage* self = nullptr;
   try {
-    self = py::handle(obj).cast<PyStorage*>();
+    self = &self_of<PyStorage>(obj);
   } catch (const std::exception& e) {
     return refuse(view, e.what());
   }
@@ -112,7 +113,7 @@ int storage_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
 int view_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
   PyStorageView* self = nullptr;
   try {
-    self = py::handle(obj).cast<PyStorageView*>();
+    self = &self_of<PyStorageView>(obj);
   } catch (const std::exception& e) {
     return refuse(view, e.what());
   }
@@ -124,21 +125,30 @@ std::string type_name(py::handle obj) { return py::str(py::type::of(obj).attr("_
 
 }  // namespace
 
+bool is_initialised(py::handle obj) {
+  // pybind11 internals (stable since 2.2): the instance's value-and-holder
+  // record knows whether the holder was constructed. The storage classes form
+  // one single-inheritance chain, so an instance has exactly one record (of
+  // its most derived class), which is the one without a type argument.
+  auto* inst = reinterpret_cast<py::detail::instance*>(obj.ptr());
+  const auto v_h = inst->get_value_and_holder();
+  return v_h && v_h.holder_constructed();
+}
+
 const Storage& PyStorage::get() const {
-  if (!storage.defined())
-    throw py::value_error(std::string("this ") + kind() + " is closed");
+  if (!storage.defined()) throw py::value_error(std::string("this ") + kind() + " is closed");
   return storage;
 }
 
 const Storage& storage_arg(py::handle obj, const char* what) {
   if (!py::isinstance<PyStorage>(obj))
     throw py::type_error(std::string(what) + " must be a genesis.Storage, got " + type_name(obj));
-  return obj.cast<PyStorage&>().get();
+  return self_of<PyStorage>(obj).get();
 }
 
 const Storage& writable_storage_arg(py::handle obj, const char* what) {
   const Storage& s = storage_arg(obj, what);
-  const PyStorage& p = obj.cast<PyStorage&>();
+  const PyStorage& p = self_of<PyStorage>(obj);
   if (p.readonly)
     throw py::value_error(std::string(what) + " is read-only (a " + p.kind() +
                           " opened with mode 'r'): it cannot be written to");
@@ -149,16 +159,26 @@ py::object wrap_storage(Storage s) { return py::cast(std::make_unique<PyStorage>
 
 const char* buffer_format(DType t) noexcept {
   switch (t) {
-    case DType::kBool: return "?";
-    case DType::kUInt8: return "B";
-    case DType::kInt8: return "b";
-    case DType::kInt16: return "h";
-    case DType::kInt32: return "i";
-    case DType::kInt64: return "q";
-    case DType::kFloat16: return "e";
-    case DType::kFloat32: return "f";
-    case DType::kFloat64: return "d";
-    case DType::kBFloat16: return nullptr;
+    case DType::kBool:
+      return "?";
+    case DType::kUInt8:
+      return "B";
+    case DType::kInt8:
+      return "b";
+    case DType::kInt16:
+      return "h";
+    case DType::kInt32:
+      return "i";
+    case DType::kInt64:
+      return "q";
+    case DType::kFloat16:
+      return "e";
+    case DType::kFloat32:
+      return "f";
+    case DType::kFloat64:
+      return "d";
+    case DType::kBFloat16:
+      return nullptr;
   }
   return nullptr;
 }

@@ -28,11 +28,11 @@
 // do.
 #pragma once
 
+#include <pybind11/pybind11.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <pybind11/pybind11.h>
 
 #include "genesis/storage/storage.h"
 #include "genesis/storage/storage_view.h"
@@ -65,6 +65,26 @@ struct PyStorageView {
   py::object base;
   bool readonly = false;
 };
+
+/// The C++ object behind `obj`, an instance of a bound storage class `T`.
+/// TypeError when `obj` is something else, or when its __init__ never ran
+/// (`genesis.Storage.__new__(genesis.Storage)`), where pybind11 would hand a
+/// method a reference to nothing: every storage method goes through here.
+/// True when `obj` (an instance of a bound storage class) was initialised:
+/// pybind11's tp_new hands out uninitialised memory for the C++ object, and
+/// only a constructed holder says that __init__ ran.
+bool is_initialised(py::handle obj);
+
+template <typename T>
+T& self_of(py::handle obj) {
+  if (!py::isinstance<T>(obj))
+    throw py::type_error("expected a " + std::string(py::str(py::type::of<T>().attr("__name__"))) + ", got " +
+                         std::string(py::str(py::type::of(obj).attr("__name__"))));
+  if (!is_initialised(obj))
+    throw py::type_error(std::string(py::str(py::type::of(obj).attr("__name__"))) +
+                         " object is not initialised (its __init__ was not called)");
+  return *obj.cast<T*>();
+}
 
 /// The storage of a genesis.Storage argument; TypeError naming `what` for
 /// anything else, ValueError when closed.

@@ -1,11 +1,11 @@
 // Whole-storage operations (SPEC S7, S8): convert_dtype, copy_storage,
 // aligned_storage and BatchStorage. Thin: arguments are converted, the GIL is
 // released around the copies, allocations record the Python caller.
+#include <pybind11/stl.h>
+
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <pybind11/stl.h>
 
 #include "bindings.h"
 #include "genesis/storage/batch_storage.h"
@@ -93,11 +93,20 @@ batch_copy returns when every copy is done.)doc")
              return p;
            }),
            py::arg("storages"), py::arg("streams") = 4)
-      .def_property_readonly("storages", [](const PyBatchStorage& p) { return p.storages; })
-      .def("__len__", [](const PyBatchStorage& p) { return p.batch->size(); })
+      .def_property_readonly("storages",
+                             [](py::handle self_) {
+                               const PyBatchStorage& p = self_of<PyBatchStorage>(self_);
+                               return p.storages;
+                             })
+      .def("__len__",
+           [](py::handle self_) {
+             const PyBatchStorage& p = self_of<PyBatchStorage>(self_);
+             return p.batch->size();
+           })
       .def(
           "batch_copy",
-          [](PyBatchStorage& p, const py::object& targets) {
+          [](py::handle self_, const py::object& targets) {
+            PyBatchStorage& p = self_of<PyBatchStorage>(self_);
             std::vector<Storage> t = storages_from(targets, "targets", true);
             py::gil_scoped_release release;
             p.batch->batch_copy(t);
@@ -105,7 +114,8 @@ batch_copy returns when every copy is done.)doc")
           py::arg("targets"), "Copies storages[i] into targets[i] for every i and waits for all.")
       .def(
           "to",
-          [](PyBatchStorage& p, const py::object& device) {
+          [](py::handle self_, const py::object& device) {
+            PyBatchStorage& p = self_of<PyBatchStorage>(self_);
             const Device d = device_from_py(device);
             AllocationSite site;
             std::vector<Storage> out;
@@ -118,7 +128,8 @@ batch_copy returns when every copy is done.)doc")
             return result;
           },
           py::arg("device"), "New storages on `device`, filled by batch_copy.")
-      .def("__repr__", [](const PyBatchStorage& p) {
+      .def("__repr__", [](py::handle self_) {
+        const PyBatchStorage& p = self_of<PyBatchStorage>(self_);
         return "genesis.BatchStorage(" + std::to_string(p.batch->size()) + " storages)";
       });
 }

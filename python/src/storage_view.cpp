@@ -3,10 +3,10 @@
 // checked by C++ at construction). CPU views export their elements through
 // the buffer protocol with their strides (Note [Buffer export]), so
 // numpy.asarray(view) is a strided array over the base's memory.
+#include <pybind11/stl.h>
+
 #include <memory>
 #include <string>
-
-#include <pybind11/stl.h>
 
 #include "bindings.h"
 #include "py_values.h"
@@ -38,44 +38,94 @@ views the whole base. The view keeps the base alive.)doc")
                }
                p->view = StorageView(b, off, std::move(dims), std::move(strides));
              }
-             p->readonly = base.cast<PyStorage&>().readonly;
+             p->readonly = self_of<PyStorage>(base).readonly;
              return p;
            }),
            py::arg("base"), py::arg("offset") = py::none(), py::arg("shape") = py::none(),
            py::arg("stride") = py::none())
-      .def_property_readonly("base", [](const PyStorageView& v) { return v.base; })
-      .def_property_readonly("offset", [](const PyStorageView& v) { return v.view.offset(); })
-      .def_property_readonly("shape", [](const PyStorageView& v) { return dims_to_py(v.view.shape()); })
-      .def_property_readonly("stride", [](const PyStorageView& v) { return dims_to_py(v.view.stride()); })
-      .def_property_readonly("dtype", [](const PyStorageView& v) { return dtype_to_py(v.view.dtype()); })
-      .def_property_readonly("device", [](const PyStorageView& v) { return device_to_py(v.view.device()); })
-      .def_property_readonly("nbytes", [](const PyStorageView& v) { return v.view.nbytes(); },
-                             "numel x itemsize: the bytes of the view's elements if packed.")
-      .def_property_readonly("readonly", [](const PyStorageView& v) { return v.readonly; })
-      .def("numel", [](const PyStorageView& v) { return v.view.numel(); })
-      .def("__len__", [](const PyStorageView& v) { return v.view.numel(); })
+      .def_property_readonly("base",
+                             [](py::handle self_) {
+                               const PyStorageView& v = self_of<PyStorageView>(self_);
+                               return v.base;
+                             })
+      .def_property_readonly("offset",
+                             [](py::handle self_) {
+                               const PyStorageView& v = self_of<PyStorageView>(self_);
+                               return v.view.offset();
+                             })
+      .def_property_readonly("shape",
+                             [](py::handle self_) {
+                               const PyStorageView& v = self_of<PyStorageView>(self_);
+                               return dims_to_py(v.view.shape());
+                             })
+      .def_property_readonly("stride",
+                             [](py::handle self_) {
+                               const PyStorageView& v = self_of<PyStorageView>(self_);
+                               return dims_to_py(v.view.stride());
+                             })
+      .def_property_readonly("dtype",
+                             [](py::handle self_) {
+                               const PyStorageView& v = self_of<PyStorageView>(self_);
+                               return dtype_to_py(v.view.dtype());
+                             })
+      .def_property_readonly("device",
+                             [](py::handle self_) {
+                               const PyStorageView& v = self_of<PyStorageView>(self_);
+                               return device_to_py(v.view.device());
+                             })
       .def_property_readonly(
-          "data_ptr", [](const PyStorageView& v) { return reinterpret_cast<std::uintptr_t>(v.view.data_ptr()); },
+          "nbytes",
+          [](py::handle self_) {
+            const PyStorageView& v = self_of<PyStorageView>(self_);
+            return v.view.nbytes();
+          },
+          "numel x itemsize: the bytes of the view's elements if packed.")
+      .def_property_readonly("readonly",
+                             [](py::handle self_) {
+                               const PyStorageView& v = self_of<PyStorageView>(self_);
+                               return v.readonly;
+                             })
+      .def("numel",
+           [](py::handle self_) {
+             const PyStorageView& v = self_of<PyStorageView>(self_);
+             return v.view.numel();
+           })
+      .def("__len__",
+           [](py::handle self_) {
+             const PyStorageView& v = self_of<PyStorageView>(self_);
+             return v.view.numel();
+           })
+      .def_property_readonly(
+          "data_ptr",
+          [](py::handle self_) {
+            const PyStorageView& v = self_of<PyStorageView>(self_);
+            return reinterpret_cast<std::uintptr_t>(v.view.data_ptr());
+          },
           "base.data_ptr + offset x itemsize.")
-      .def("is_contiguous", [](const PyStorageView& v) { return v.view.is_contiguous(); })
+      .def("is_contiguous",
+           [](py::handle self_) {
+             const PyStorageView& v = self_of<PyStorageView>(self_);
+             return v.view.is_contiguous();
+           })
       .def(
           "numpy",
           [](py::object self) {
-            check_numpy_exportable(self.cast<PyStorageView&>().view.base(), "StorageView");
+            check_numpy_exportable(self_of<PyStorageView>(self).view.base(), "StorageView");
             return as_numpy(self);
           },
           "A NumPy array over the view's elements (no copy).")
       .def(
           "__array__",
           [](py::object self, py::object dtype, py::object copy) {
-            check_numpy_exportable(self.cast<PyStorageView&>().view.base(), "StorageView");
+            check_numpy_exportable(self_of<PyStorageView>(self).view.base(), "StorageView");
             py::object arr = as_numpy(self);
             if (!dtype.is_none()) arr = arr.attr("astype")(dtype, py::arg("copy") = false);
             if (!copy.is_none() && copy.cast<bool>()) arr = arr.attr("copy")();
             return arr;
           },
           py::arg("dtype") = py::none(), py::arg("copy") = py::none())
-      .def("__repr__", [](const PyStorageView& v) {
+      .def("__repr__", [](py::handle self_) {
+        const PyStorageView& v = self_of<PyStorageView>(self_);
         return "genesis.StorageView(offset=" + std::to_string(v.view.offset()) +
                ", shape=" + std::string(py::str(dims_to_py(v.view.shape()))) +
                ", stride=" + std::string(py::str(dims_to_py(v.view.stride()))) + ", dtype=genesis." +
