@@ -6,10 +6,11 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
-import genesis
+np = pytest.importorskip("numpy", reason="NumPy (python3-numpy) is not installed")
+
+import genesis  # noqa: E402
 
 CHILD_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
 

@@ -8,11 +8,12 @@ import multiprocessing
 import os
 import sys
 
-import numpy as np
 import pytest
 
-import genesis
-from conftest import HAS_CUDA, MiB, requires_cuda
+np = pytest.importorskip("numpy", reason="NumPy (python3-numpy) is not installed")
+
+import genesis  # noqa: E402
+from conftest import HAS_CUDA, MiB, requires_cuda  # noqa: E402
 
 DEVICE = genesis.device("cuda") if HAS_CUDA else genesis.device("cpu")
 

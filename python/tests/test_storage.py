@@ -6,11 +6,12 @@ a GPU."""
 import array
 import gc
 
-import numpy as np
 import pytest
 
-import genesis
-from conftest import HAS_CUDA, MiB, requires_cuda, requires_no_cuda
+np = pytest.importorskip("numpy", reason="NumPy (python3-numpy) is not installed")
+
+import genesis  # noqa: E402
+from conftest import HAS_CUDA, MiB, requires_cuda, requires_no_cuda  # noqa: E402
 
 NUMPY_DTYPES = [
     (np.bool_, genesis.bool), (np.uint8, genesis.uint8), (np.int8, genesis.int8), (np.int16, genesis.int16),

@@ -1,10 +1,11 @@
 """convert_dtype, copy_storage, aligned_storage and BatchStorage (SPEC S7, S8)."""
 
-import numpy as np
 import pytest
 
-import genesis
-from conftest import MiB, requires_cuda
+np = pytest.importorskip("numpy", reason="NumPy (python3-numpy) is not installed")
+
+import genesis  # noqa: E402
+from conftest import MiB, requires_cuda  # noqa: E402
 
 
 def test_convert_dtype_follows_cast_semantics(host):

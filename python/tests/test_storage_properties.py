@@ -6,8 +6,9 @@ OutOfMemoryError / CudaError), and good values do what they say."""
 import os
 import uuid
 
-import numpy as np
 import pytest
+
+np = pytest.importorskip("numpy", reason="NumPy (python3-numpy) is not installed")
 
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis (python3-hypothesis) is not installed")
 from hypothesis import given  # noqa: E402

@@ -3,11 +3,12 @@ by C++, exported to NumPy with their strides."""
 
 import hashlib
 
-import numpy as np
 import pytest
 
-import genesis
-from conftest import MiB, requires_cuda
+np = pytest.importorskip("numpy", reason="NumPy (python3-numpy) is not installed")
+
+import genesis  # noqa: E402
+from conftest import MiB, requires_cuda  # noqa: E402
 
 
 @pytest.fixture
