@@ -26,6 +26,10 @@ namespace {
 
 const Device kCpu(DeviceType::kCPU);
 
+// The storage of a genesis.Storage method's `self` (TypeError if not
+// initialised, ValueError if closed).
+const Storage& live(py::handle self) { return self_of<PyStorage>(self).get(); }
+
 DType dtype_or_default(const py::object& dtype) { return dtype.is_none() ? DType::kFloat32 : dtype_from_py(dtype); }
 
 std::unique_ptr<PyStorage> make_empty(const py::object& shape, const py::object& dtype, const py::object& device,
@@ -105,99 +109,36 @@ CPU storages support the buffer protocol: numpy.asarray(s) shares memory.)doc")
           },
           py::arg("shape"), py::arg("dtype") = py::none(), py::arg("device") = "cpu", "Zero-filled memory.")
       // --- what it is ---
-      .def_property_readonly("shape",
-                             [](py::handle self_) {
-                               const PyStorage& p = self_of<PyStorage>(self_);
-                               return dims_to_py(p.get().shape());
-                             })
-      .def_property_readonly("dtype",
-                             [](py::handle self_) {
-                               const PyStorage& p = self_of<PyStorage>(self_);
-                               return dtype_to_py(p.get().dtype());
-                             })
-      .def_property_readonly("device",
-                             [](py::handle self_) {
-                               const PyStorage& p = self_of<PyStorage>(self_);
-                               return device_to_py(p.get().device());
-                             })
-      .def_property_readonly("nbytes",
-                             [](py::handle self_) {
-                               const PyStorage& p = self_of<PyStorage>(self_);
-                               return p.get().nbytes();
-                             })
-      .def_property_readonly("itemsize",
-                             [](py::handle self_) {
-                               const PyStorage& p = self_of<PyStorage>(self_);
-                               return p.get().itemsize();
-                             })
+      .def_property_readonly("shape", [](py::handle self_) { return dims_to_py(live(self_).shape()); })
+      .def_property_readonly("dtype", [](py::handle self_) { return dtype_to_py(live(self_).dtype()); })
+      .def_property_readonly("device", [](py::handle self_) { return device_to_py(live(self_).device()); })
+      .def_property_readonly("nbytes", [](py::handle self_) { return live(self_).nbytes(); })
+      .def_property_readonly("itemsize", [](py::handle self_) { return live(self_).itemsize(); })
       .def(
-          "size_bytes",
-          [](py::handle self_) {
-            const PyStorage& p = self_of<PyStorage>(self_);
-            return p.get().nbytes();
-          },
-          "nbytes (the seed's spelling).")
-      .def("numel",
-           [](py::handle self_) {
-             const PyStorage& p = self_of<PyStorage>(self_);
-             return p.get().numel();
-           })
-      .def("element_size",
-           [](py::handle self_) {
-             const PyStorage& p = self_of<PyStorage>(self_);
-             return p.get().itemsize();
-           })
+          "size_bytes", [](py::handle self_) { return live(self_).nbytes(); }, "nbytes (the seed's spelling).")
+      .def("numel", [](py::handle self_) { return live(self_).numel(); })
+      .def("element_size", [](py::handle self_) { return live(self_).itemsize(); })
       .def_property_readonly(
-          "data_ptr",
-          [](py::handle self_) {
-            const PyStorage& p = self_of<PyStorage>(self_);
-            return reinterpret_cast<std::uintptr_t>(p.get().data_ptr());
-          },
+          "data_ptr", [](py::handle self_) { return reinterpret_cast<std::uintptr_t>(live(self_).data_ptr()); },
           "Address of the first element (0 for an empty storage). A property, as in SPEC S1.")
       .def_property_readonly(
-          "use_count",
-          [](py::handle self_) {
-            const PyStorage& p = self_of<PyStorage>(self_);
-            return p.storage.use_count();
-          },
+          "use_count", [](py::handle self_) { return self_of<PyStorage>(self_).storage.use_count(); },
           "Strong references to the memory: this object, NumPy exports, views and other handles (0 once closed).")
-      .def_property_readonly("readonly",
-                             [](py::handle self_) {
-                               const PyStorage& p = self_of<PyStorage>(self_);
-                               return p.readonly;
-                             })
-      .def_property_readonly("closed",
-                             [](py::handle self_) {
-                               const PyStorage& p = self_of<PyStorage>(self_);
-                               return !p.storage.defined();
-                             })
-      .def("is_pinned",
-           [](py::handle self_) {
-             const PyStorage& p = self_of<PyStorage>(self_);
-             return p.get().is_pinned();
-           })
+      .def_property_readonly("readonly", [](py::handle self_) { return self_of<PyStorage>(self_).readonly; })
+      .def_property_readonly("closed", [](py::handle self_) { return !self_of<PyStorage>(self_).storage.defined(); })
+      .def("is_pinned", [](py::handle self_) { return live(self_).is_pinned(); })
       .def(
-          "is_pooled",
-          [](py::handle self_) {
-            const PyStorage& p = self_of<PyStorage>(self_);
-            return p.get().is_pooled();
-          },
+          "is_pooled", [](py::handle self_) { return live(self_).is_pooled(); },
           "True when the memory is a block of a caching allocator.")
       .def(
           "is_contiguous",
           [](py::handle self_) {
-            const PyStorage& p = self_of<PyStorage>(self_);
-            p.get();
+            live(self_);  // closed storages raise
             return true;
           },
           "Always True: a storage is one packed row-major buffer (views may not be).")
       .def(
-          "__len__",
-          [](py::handle self_) {
-            const PyStorage& p = self_of<PyStorage>(self_);
-            return p.get().numel();
-          },
-          "Number of elements.")
+          "__len__", [](py::handle self_) { return live(self_).numel(); }, "Number of elements.")
       .def("__repr__", [](py::handle self_) { return repr(self_of<PyStorage>(self_)); })
       // --- moving and copying ---
       .def(
@@ -282,11 +223,7 @@ CPU storages support the buffer protocol: numpy.asarray(s) shares memory.)doc")
           },
           py::arg("dtype") = py::none(), py::arg("copy") = py::none())
       .def(
-          "tolist",
-          [](py::handle self_) {
-            const PyStorage& p = self_of<PyStorage>(self_);
-            return to_list(p.get());
-          },
+          "tolist", [](py::handle self_) { return to_list(live(self_)); },
           "Nested lists of Python numbers (any device and dtype; bfloat16 and float16 as float).");
 
   m.def(

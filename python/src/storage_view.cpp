@@ -14,6 +14,12 @@
 
 namespace genesis::python {
 
+namespace {
+
+const StorageView& view_of(py::handle self) { return self_of<PyStorageView>(self).view; }
+
+}  // namespace
+
 void bind_storage_view(py::module_& m) {
   py::class_<PyStorageView>(m, "StorageView", py::custom_type_setup(setup_view_buffer), R"doc(
 A zero-copy strided view of a storage (SPEC S3).
@@ -43,70 +49,22 @@ views the whole base. The view keeps the base alive.)doc")
            }),
            py::arg("base"), py::arg("offset") = py::none(), py::arg("shape") = py::none(),
            py::arg("stride") = py::none())
-      .def_property_readonly("base",
-                             [](py::handle self_) {
-                               const PyStorageView& v = self_of<PyStorageView>(self_);
-                               return v.base;
-                             })
-      .def_property_readonly("offset",
-                             [](py::handle self_) {
-                               const PyStorageView& v = self_of<PyStorageView>(self_);
-                               return v.view.offset();
-                             })
-      .def_property_readonly("shape",
-                             [](py::handle self_) {
-                               const PyStorageView& v = self_of<PyStorageView>(self_);
-                               return dims_to_py(v.view.shape());
-                             })
-      .def_property_readonly("stride",
-                             [](py::handle self_) {
-                               const PyStorageView& v = self_of<PyStorageView>(self_);
-                               return dims_to_py(v.view.stride());
-                             })
-      .def_property_readonly("dtype",
-                             [](py::handle self_) {
-                               const PyStorageView& v = self_of<PyStorageView>(self_);
-                               return dtype_to_py(v.view.dtype());
-                             })
-      .def_property_readonly("device",
-                             [](py::handle self_) {
-                               const PyStorageView& v = self_of<PyStorageView>(self_);
-                               return device_to_py(v.view.device());
-                             })
+      .def_property_readonly("base", [](py::handle self_) { return self_of<PyStorageView>(self_).base; })
+      .def_property_readonly("offset", [](py::handle self_) { return view_of(self_).offset(); })
+      .def_property_readonly("shape", [](py::handle self_) { return dims_to_py(view_of(self_).shape()); })
+      .def_property_readonly("stride", [](py::handle self_) { return dims_to_py(view_of(self_).stride()); })
+      .def_property_readonly("dtype", [](py::handle self_) { return dtype_to_py(view_of(self_).dtype()); })
+      .def_property_readonly("device", [](py::handle self_) { return device_to_py(view_of(self_).device()); })
       .def_property_readonly(
-          "nbytes",
-          [](py::handle self_) {
-            const PyStorageView& v = self_of<PyStorageView>(self_);
-            return v.view.nbytes();
-          },
+          "nbytes", [](py::handle self_) { return view_of(self_).nbytes(); },
           "numel x itemsize: the bytes of the view's elements if packed.")
-      .def_property_readonly("readonly",
-                             [](py::handle self_) {
-                               const PyStorageView& v = self_of<PyStorageView>(self_);
-                               return v.readonly;
-                             })
-      .def("numel",
-           [](py::handle self_) {
-             const PyStorageView& v = self_of<PyStorageView>(self_);
-             return v.view.numel();
-           })
-      .def("__len__",
-           [](py::handle self_) {
-             const PyStorageView& v = self_of<PyStorageView>(self_);
-             return v.view.numel();
-           })
+      .def_property_readonly("readonly", [](py::handle self_) { return self_of<PyStorageView>(self_).readonly; })
+      .def("numel", [](py::handle self_) { return view_of(self_).numel(); })
+      .def("__len__", [](py::handle self_) { return view_of(self_).numel(); })
       .def_property_readonly(
-          "data_ptr",
-          [](py::handle self_) {
-            const PyStorageView& v = self_of<PyStorageView>(self_);
-            return reinterpret_cast<std::uintptr_t>(v.view.data_ptr());
-          },
+          "data_ptr", [](py::handle self_) { return reinterpret_cast<std::uintptr_t>(view_of(self_).data_ptr()); },
           "base.data_ptr + offset x itemsize.")
-      .def("is_contiguous",
-           [](py::handle self_) {
-             const PyStorageView& v = self_of<PyStorageView>(self_);
-             return v.view.is_contiguous();
-           })
+      .def("is_contiguous", [](py::handle self_) { return view_of(self_).is_contiguous(); })
       .def(
           "numpy",
           [](py::object self) {
@@ -125,11 +83,11 @@ views the whole base. The view keeps the base alive.)doc")
           },
           py::arg("dtype") = py::none(), py::arg("copy") = py::none())
       .def("__repr__", [](py::handle self_) {
-        const PyStorageView& v = self_of<PyStorageView>(self_);
-        return "genesis.StorageView(offset=" + std::to_string(v.view.offset()) +
-               ", shape=" + std::string(py::str(dims_to_py(v.view.shape()))) +
-               ", stride=" + std::string(py::str(dims_to_py(v.view.stride()))) + ", dtype=genesis." +
-               std::string(dtype_name(v.view.dtype())) + ", device='" + v.view.device().str() + "')";
+        const StorageView& v = view_of(self_);
+        return "genesis.StorageView(offset=" + std::to_string(v.offset()) +
+               ", shape=" + std::string(py::str(dims_to_py(v.shape()))) +
+               ", stride=" + std::string(py::str(dims_to_py(v.stride()))) + ", dtype=genesis." +
+               std::string(dtype_name(v.dtype())) + ", device='" + v.device().str() + "')";
       });
 }
 
