@@ -49,7 +49,12 @@ std::unique_ptr<PySharedStorage> make(const py::object& shape, const py::object&
   auto dims = dims_from_py(shape, "shape");
   const DType t = dtype_from_py(dtype);
   std::optional<std::string> n;
-  if (!name.is_none()) n = shm_name(name.cast<std::string>());
+  if (!name.is_none()) {
+    if (!py::isinstance<py::str>(name))
+      throw py::type_error("shared_memory_name must be a str or None, got " +
+                           std::string(py::str(py::type::of(name).attr("__name__"))));
+    n = shm_name(name.cast<std::string>());
+  }
   return wrap(SharedStorage(std::move(dims), t, std::move(n)));
 }
 

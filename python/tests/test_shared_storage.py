@@ -106,6 +106,15 @@ def test_invalid_names(bad):
         genesis.SharedStorage((1,), genesis.uint8, bad)
 
 
+@pytest.mark.parametrize("bad", [5, b"bytes", 1.5, ["x"]])
+def test_names_must_be_strings(bad):
+    with pytest.raises(TypeError):
+        genesis.SharedStorage((1,), genesis.uint8, bad)
+    if not isinstance(bad, bytes):  # pybind11 reads bytes as a std::string there
+        with pytest.raises(TypeError):
+            genesis.SharedStorage.attach(bad, (1,), genesis.uint8)
+
+
 def test_pickle_attaches_by_name(name):
     s = genesis.SharedStorage((2,), genesis.int16, name)
     try:
