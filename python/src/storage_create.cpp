@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "genesis/storage/copy.h"
 #include "py_values.h"
 #include "python_location.h"
 #include "storage_object.h"
@@ -131,29 +132,52 @@ Storage from_buffer(py::handle data, Device device, std::optional<DType> dtype) 
   const Py_buffer& v = b.view;
   if (v.suboffsets != nullptr) throw py::type_error("create_storage: indirect (PIL-style) buffers are not supported");
   const Format fmt = parse_format(v.format, v.itemsize);
+  // The itemsize is the exporter's word; only the sizes a dtype has are read.
+  const bool size_ok = fmt.kind == Kind::kBool ? v.itemsize == 1
+                                                : v.itemsize == 1 || v.itemsize == 2 || v.itemsize == 4 ||
+                                                      v.itemsize == 8;
+  if (!size_ok || (fmt.kind == Kind::kFloat && v.itemsize == 1))
+    throw py::type_error("create_storage: buffer format '" + std::string(v.format ? v.format : "B") +
+                         "' with itemsize " + std::to_string(v.itemsize) + " has no Genesis dtype");
   const std::size_t itemsize = static_cast<std::size_t>(v.itemsize);
   const DType src = dtype_of(fmt.kind, v.itemsize);
   std::vector<std::int64_t> shape;
   std::int64_t count = 1;
   for (int i = 0; i < v.ndim; ++i) {
     shape.push_back(static_cast<std::int64_t>(v.shape[i]));
-    count *= static_cast<std::int64_t>(v.shape[i]);
+    if (v.shape[i] < 0 || __builtin_mul_overflow(count, static_cast<std::int64_t>(v.shape[i]), &count))
+      throw py::value_error("create_storage: the buffer's shape is invalid or too large");
   }
   const std::size_t n = static_cast<std::size_t>(count);
   const bool widen = fmt.kind == Kind::kUnsigned && itemsize > 1;
-  std::vector<unsigned char> packed(n * (widen ? 8 : itemsize));
+  const std::size_t elem = widen ? 8 : itemsize;
+  // Broadcast arrays (stride 0) can claim far more elements than memory
+  // holds; the packed copy must not wrap around.
+  if (n > 0 && elem > 0 && n > (std::size_t{1} << 62) / elem)
+    throw py::value_error("create_storage: the buffer has " + std::to_string(n) +
+                          " elements, too many to copy into a storage");
+  // Packed straight into pooled host memory (no second temporary copy), so
+  // a too-large buffer is the allocator's OutOfMemoryError and the storage
+  // carries the caller's allocation site.
+  AllocationSite site;
+  Storage host = Storage::empty(shape, src, Device(DeviceType::kCPU));
+  auto* packed = static_cast<unsigned char*>(host.data_ptr());
   // Elements in row-major order, byte-swapped to host order where needed.
   std::size_t k = 0;
   const bool contiguous = PyBuffer_IsContiguous(&v, 'C') != 0;
   if (contiguous && !fmt.swap && !widen) {
-    if (n > 0) std::memcpy(packed.data(), v.buf, n * itemsize);
+    if (n > 0) {
+      // The exporter keeps v.buf alive while we hold the view.
+      py::gil_scoped_release release;
+      parallel_memcpy(packed, v.buf, n * itemsize);
+    }
   } else {
     for_each_element(static_cast<const char*>(v.buf), v, [&](const char* p) {
       unsigned char tmp[16];
       std::memcpy(tmp, p, itemsize);
       if (fmt.swap) std::reverse(tmp, tmp + itemsize);
       if (!widen) {
-        std::memcpy(packed.data() + k * itemsize, tmp, itemsize);
+        std::memcpy(packed + k * itemsize, tmp, itemsize);
       } else {
         std::uint64_t u = 0;
         if (itemsize == 2) {
@@ -171,12 +195,17 @@ Storage from_buffer(py::handle data, Device device, std::optional<DType> dtype) 
           throw py::value_error("create_storage: unsigned value " + std::to_string(u) +
                                 " does not fit in int64, the widest integer dtype");
         const auto s = static_cast<std::int64_t>(u);
-        std::memcpy(packed.data() + k * 8, &s, 8);
+        std::memcpy(packed + k * 8, &s, 8);
       }
       ++k;
     });
   }
-  return from_host(packed.data(), std::move(shape), src, device, dtype);
+  const DType target = dtype.value_or(src);
+  if (device.is_cpu() && target == src) return host;
+  Storage out = Storage::empty(std::move(shape), target, device);
+  py::gil_scoped_release release;
+  out.copy_(host);
+  return out;
 }
 
 // ---------------------------------------------------------- sequences ---
