@@ -14,10 +14,11 @@
 #   summary.txt    the table printed at the end
 #   <test>.xml     GoogleTest XML reports, only with GENESIS_GTEST_XML=1
 #   copy.log       bench/torch_copy_bench (storage copies, Genesis and PyTorch)
+#   tensor.log     bench/torch_tensor_bench (tensor ops, Genesis and PyTorch)
 # (Few files on purpose: some GPU runners only bring back a handful.)
 #
 # GENESIS_DEVICE_STAGES (comma list, default all) picks the stages after the
-# build: tests, python, sanitizer, bench, replay, copy. GENESIS_SANITIZER_FILTER is
+# build: tests, python, sanitizer, bench, replay, copy, tensor. GENESIS_SANITIZER_FILTER is
 # the gtest filter for the compute-sanitizer run (default: everything but the
 # exhaustive suites, which take minutes under memcheck).
 # Every stage runs even if an earlier one failed (as far as it can); the exit
@@ -38,7 +39,7 @@ done
 export PATH
 
 STAGES=(); RESULTS=(); NOTES=()
-WANT="${GENESIS_DEVICE_STAGES:-tests,python,sanitizer,bench,replay,copy}"
+WANT="${GENESIS_DEVICE_STAGES:-tests,python,sanitizer,bench,replay,copy,tensor}"
 want() { [[ ",$WANT," == *",$1,"* ]]; }
 SAN_FILTER="${GENESIS_SANITIZER_FILTER:--*Exhaustive*}"
 record() { STAGES+=("$1"); RESULTS+=("$2"); NOTES+=("${3:-}"); echo "[$1] $2 ${3:-}"; }
@@ -253,6 +254,17 @@ elif [[ -x "$BUILD/torch_copy_bench" ]]; then
 else
   echo "torch_copy_bench not built" | tee "$OUT/copy.log"
   record copy FAIL "torch_copy_bench not built"
+fi
+
+# ---------------------------------------------------------------- tensor ---
+log "tensor: bench/torch_tensor_bench (tensor ops vs PyTorch, results checked)"
+if ! want tensor; then
+  echo "skipped (GENESIS_DEVICE_STAGES=$WANT)"
+elif [[ -x "$BUILD/torch_tensor_bench" ]]; then
+  if "$BUILD/torch_tensor_bench" 2>&1 | tee "$OUT/tensor.log"; then record tensor PASS; else record tensor FAIL "see tensor.log"; fi
+else
+  echo "torch_tensor_bench not built" | tee "$OUT/tensor.log"
+  record tensor SKIP "torch_tensor_bench not built"
 fi
 
 # --------------------------------------------------------------- summary ---

@@ -24,9 +24,10 @@ package only arranges it. Layout (one concern per module):
     profiler, memory_profiler   profiling (M7); _profile_session, _timeline
     memory_debug      enable_memory_debugging(), check_memory_leaks() (M9)
     testing           SimulatedAllocator: the allocator on a simulated GPU
+    storage           Storage, StorageView, SharedStorage, MappedStorage, BatchStorage,
+                      create_storage(), copy_storage(), convert_dtype(), aligned_storage() (S)
+    _storage_inspect  inspect_storage(), StorageTracker (S9)
     _tensor           genesis.Tensor, tensor(), zeros(), ..., from_numpy(), from_dlpack() (SPEC T)
-
-Storages (SPEC S) will come as their own module, imported here.
 """
 
 import os as _os
@@ -50,6 +51,9 @@ from ._memory_api import (detailed_memory_stats, empty_cache, memory_snapshot, m
 from ._pinned import PinnedBuffer, allocate_pinned, is_pinned  # noqa: E402
 from . import cpu, cuda, memory_debug, memory_manager, memory_profiler, profiler, testing  # noqa: E402
 from .memory_profiler import enable_memory_profiling  # noqa: E402
+from .storage import (BatchStorage, MappedStorage, SharedStorage, Storage, StorageView,  # noqa: E402
+                      aligned_storage, convert_dtype, copy_storage, create_storage)
+from ._storage_inspect import StorageInfo, StorageTracker, TrackedStorage, inspect_storage  # noqa: E402
 from .memory_debug import (MemoryLeak, check_memory_leaks, enable_memory_debugging,  # noqa: E402
                            set_memory_debug)
 # dtypes last: `bool`, `float`, `int` shadow the builtins in this namespace
@@ -75,6 +79,10 @@ __all__ = [
     "cuda", "cpu", "memory_manager", "profiler", "memory_profiler", "memory_debug", "testing",
     "enable_memory_profiling", "enable_memory_debugging", "set_memory_debug", "check_memory_leaks",
     "MemoryLeak",
+    # storages (SPEC S)
+    "Storage", "StorageView", "SharedStorage", "MappedStorage", "BatchStorage", "create_storage",
+    "copy_storage", "convert_dtype", "aligned_storage", "inspect_storage", "StorageInfo", "StorageTracker",
+    "TrackedStorage",
     # dtypes (SPEC T1)
     "dtype", "all_dtypes", "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
     "float32", "float64", "half", "float", "double", "short", "int", "long",

@@ -12,7 +12,8 @@ from . import _C
 
 class dtype:
     """An element type. ``genesis.dtype(name)`` returns the dtype of a name or
-    alias ('float32', 'float', 'half', 'bf16', 'torch.int64', ...); ValueError
+    alias ('float32', 'float', 'half', 'bf16', 'torch.int64', ...), of a NumPy
+    dtype (numpy.float16, numpy.dtype('int8')) or of a torch dtype; ValueError
     for unknown names."""
 
     __slots__ = ("name", "itemsize", "is_floating_point", "is_signed", "_value")
@@ -22,7 +23,7 @@ class dtype:
         if isinstance(spec, dtype):
             return spec
         if not isinstance(spec, str):
-            raise TypeError(f"genesis.dtype() takes a dtype name (str), got {type(spec).__name__}")
+            spec = _foreign_name(spec)
         spec.encode("utf-8")  # lone surrogates: UnicodeEncodeError (a ValueError)
         return cls._by_value[_C.dtype_from_name(spec)]
 
@@ -54,6 +55,23 @@ class dtype:
 
     def __deepcopy__(self, memo):
         return self
+
+
+def _foreign_name(spec):
+    """The name of a NumPy dtype or scalar type (numpy.float16, numpy.dtype('int32'),
+    Python's float -> float64, as NumPy reads them) or of a torch dtype
+    ('torch.float32'), so that storages and tensors accept them as dtypes."""
+    module = getattr(type(spec), "__module__", "") or ""
+    if module.startswith("torch"):
+        return str(spec)
+    if isinstance(spec, type) or module.startswith("numpy"):
+        try:
+            import numpy
+            return numpy.dtype(spec).name
+        except (ImportError, TypeError):
+            pass
+    raise TypeError(f"genesis.dtype() takes a dtype name (str), a genesis.dtype, a NumPy dtype or a torch "
+                    f"dtype, got {type(spec).__name__}")
 
 
 _table = {name: dtype._make(value, name, itemsize, is_float)

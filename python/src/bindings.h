@@ -27,14 +27,31 @@ void bind_allocator(py::module_& m);
 /// Pinned host memory: PinnedBuffer, allocate_pinned, is_pinned, the
 /// "pinned memory for transfers" switch.
 void bind_pinned(py::module_& m);
-/// CUDA runtime queries available in C++ today (is_available, device_count,
-/// synchronize, mem_get_info). TODO(issue 6, CUDA runtime): device name,
-/// capability, properties, stream and device guards are bound here once the
-/// C++ side lands.
+/// CUDA runtime (SPEC T6): device count and queries, set_device, device
+/// properties, peer access, the `with genesis.cuda.device(i):` guard.
 void bind_cuda_runtime(py::module_& m);
+/// CUDA streams, events, the current stream and the stream guard.
+void bind_cuda_stream(py::module_& m);
 /// genesis._C.SimulatedAllocator: a CachingAllocator over a SimulatedDevice,
 /// so CI tests the allocator through Python without a GPU.
 void bind_simulated(py::module_& m);
+
+// --- storages (SPEC S): storage_object.h holds the shared pieces ---
+/// genesis.Storage and create_storage.
+void bind_storage(py::module_& m);
+/// genesis.StorageView.
+void bind_storage_view(py::module_& m);
+/// genesis.SharedStorage (a Storage subclass; after bind_storage).
+void bind_shared_storage(py::module_& m);
+/// genesis.MappedStorage (a Storage subclass; after bind_storage).
+void bind_mapped_storage(py::module_& m);
+/// convert_dtype, copy_storage, aligned_storage, BatchStorage.
+void bind_storage_ops(py::module_& m);
+/// inspect_storage and the C++ StorageTracker.
+void bind_storage_inspect(py::module_& m);
+/// Storage.share_ipc / Storage.from_ipc and ipc_shareable_storage (after
+/// bind_storage: adds methods to Storage).
+void bind_storage_ipc(py::module_& m);
 
 // --- tensors (issue 6, T; branch python3) ---
 /// genesis._C.Tensor and the tensor functions (tensor*.cpp, dlpack.cpp).

@@ -10,6 +10,14 @@ PYBIND11_MODULE(_C, m) {
   genesis::python::bind_allocator(m);
   genesis::python::bind_pinned(m);
   genesis::python::bind_cuda_runtime(m);
+  genesis::python::bind_cuda_stream(m);
   genesis::python::bind_simulated(m);
+  genesis::python::bind_storage(m);
+  genesis::python::bind_storage_view(m);
+  genesis::python::bind_shared_storage(m);
+  genesis::python::bind_mapped_storage(m);
+  genesis::python::bind_storage_ops(m);
+  genesis::python::bind_storage_inspect(m);
+  genesis::python::bind_storage_ipc(m);
   genesis::python::bind_tensor(m);  // tensors (issue 6, T)
 }

@@ -1,14 +1,13 @@
-"""CUDA runtime functions of genesis.cuda (SPEC T6) that exist in C++ today.
+"""CUDA runtime functions of genesis.cuda (SPEC T6): devices and their properties.
 
-Without a GPU, is_available() is False, device_count() is 0 and the calls that
-need a GPU raise genesis.CudaError.
+Without a GPU, is_available() is False, device_count() is 0 and every call
+that needs a GPU raises genesis.CudaError saying why (arguments are checked
+first, so a bad argument is a ValueError / TypeError on any machine).
 
-TODO(issue 6, CUDA runtime): get_device_name, get_device_capability,
-get_device_properties and the stream() / device() context managers are being
-written in C++ by another engineer. The hooks below call the bindings
-``_C._cuda_get_device_name`` etc. (see python/src/cuda_runtime.cpp) once they
-exist and raise NotImplementedError until then. Replace each hook with its
-real Python wrapper when its binding lands.
+    genesis.cuda.get_device_name()            # 'NVIDIA H200'
+    genesis.cuda.get_device_capability()      # (9, 0)
+    genesis.cuda.get_device_properties().total_memory
+    with genesis.cuda.device(1): ...          # restores the previous device on exit
 """
 
 from .. import _C
@@ -55,6 +54,11 @@ def device_index(device, what):
     return d.index
 
 
+def set_device(device):
+    """Makes ``device`` the calling thread's current CUDA device."""
+    _C.cuda_set_device(device_index(device, "genesis.cuda.set_device()"))
+
+
 def synchronize(device=None):
     """Waits for all work queued on a CUDA device (default: the current one)."""
     _C.cuda_synchronize(device_index(device, "genesis.cuda.synchronize()"))
@@ -65,24 +69,58 @@ def mem_get_info(device=None):
     return _C.cuda_mem_get_info(device_index(device, "genesis.cuda.mem_get_info()"))
 
 
-# --- TODO hooks (see the module docstring) ------------------------------------
-def _hook(binding, public_name):
-    def call(*args, **kwargs):
-        fn = getattr(_C, binding, None)
-        if fn is None:
-            raise NotImplementedError(
-                f"genesis.cuda.{public_name}() is not available yet: its C++ binding "
-                f"genesis._C.{binding} is still being written (issue 6)")
-        return fn(*args, **kwargs)
-
-    call.__name__ = public_name
-    call.__qualname__ = public_name
-    call.__doc__ = f"TODO(issue 6): forwards to genesis._C.{binding} once it exists."
-    return call
+def get_device_name(device=None):
+    """The GPU's name, e.g. 'NVIDIA H200'."""
+    return _C.cuda_get_device_name(device_index(device, "genesis.cuda.get_device_name()"))
 
 
-get_device_name = _hook("_cuda_get_device_name", "get_device_name")
-get_device_capability = _hook("_cuda_get_device_capability", "get_device_capability")
-get_device_properties = _hook("_cuda_get_device_properties", "get_device_properties")
-stream = _hook("_cuda_stream", "stream")
-device = _hook("_cuda_device_guard", "device")
+def get_device_capability(device=None):
+    """(major, minor) compute capability, e.g. (9, 0) on Hopper."""
+    return _C.cuda_get_device_capability(device_index(device, "genesis.cuda.get_device_capability()"))
+
+
+def get_device_properties(device=None):
+    """What a GPU is: name, major, minor, total_memory, multi_processor_count,
+    warp_size, L2_cache_size, uuid, pci_bus_id, ... (as torch.cuda's)."""
+    return _C.cuda_get_device_properties(device_index(device, "genesis.cuda.get_device_properties()"))
+
+
+def can_device_access_peer(device, peer_device):
+    """True when kernels on ``device`` can access memory of ``peer_device``
+    (a device always reaches its own memory)."""
+    what = "genesis.cuda.can_device_access_peer()"
+    return _C.cuda_can_access_peer(device_index(device, what), device_index(peer_device, what))
+
+
+class device:
+    """``with genesis.cuda.device(1):`` makes GPU 1 current inside the block and
+    restores the previous current device on exit, exceptions included.
+
+    ``device`` is an int, 'cuda:N' or a genesis.device; None or -1 make the
+    block a no-op (as in torch). Nesting and reusing one object are fine.
+    Without a GPU, entering raises genesis.CudaError."""
+
+    def __init__(self, device):
+        if device is None or (isinstance(device, int) and not isinstance(device, bool) and device == -1):
+            self.idx = -1
+        else:
+            self.idx = device_index(device, "genesis.cuda.device()")
+        self._guards = []  # one C++ guard per active `with` (nesting the same object)
+
+    def __enter__(self):
+        if self.idx == -1:
+            self._guards.append(None)
+            return self
+        guard = _C.CudaDeviceGuard(self.idx)
+        guard.__enter__()
+        self._guards.append(guard)
+        return self
+
+    def __exit__(self, *exc):
+        guard = self._guards.pop()
+        if guard is not None:
+            guard.__exit__(*exc)
+        return False
+
+    def __repr__(self):
+        return f"genesis.cuda.device({self.idx})"
