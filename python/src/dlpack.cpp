@@ -16,8 +16,8 @@
 // Streams (CUDA): the spec asks the producer to make the data ready for the
 // consumer's stream. We synchronise the tensor's stream unless the consumer
 // passes -1 ("no synchronisation"); simple and always correct, at the price
-// of one wait. On import we pass stream=None (the legacy default stream, per
-// the spec) for CUDA producers.
+// of one wait. On import we pass our current stream on the producer's device
+// (1 for the legacy default stream) so the producer orders its work first.
 //
 // Debian 12's libdlpack-dev is DLPack 0.6, which predates the versioned ABI
 // (DLPack 1.0). The versioned struct below is written from the spec and used
@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "genesis/core/error.h"
+#include "genesis/cuda/stream.h"
 #include "genesis/tensor/api.h"
 #include "tensor_args.h"
 #include "tensor_bind.h"
@@ -290,7 +291,18 @@ void bind_dlpack(py::module_& m, TensorClass& cls) {
         if (!py::hasattr(obj, "__dlpack__")) {
           throw py::type_error("from_dlpack: the object has no __dlpack__ method");
         }
+        // The consumer's stream (the spec's `stream` argument): for a CUDA
+        // producer, our current stream on its device, so it orders its work
+        // before ours; the legacy default stream is spelled 1 (0 is
+        // ambiguous in the spec). None for the CPU.
         py::object stream = py::none();
+        if (py::hasattr(obj, "__dlpack_device__")) {
+          auto dev = obj.attr("__dlpack_device__")().cast<py::tuple>();
+          if (dev[0].cast<int>() == kDLCUDA) {
+            const auto id = cuda::current_stream(dev[1].cast<int>()).id();
+            stream = py::int_(id == 0 ? std::uintptr_t{1} : static_cast<std::uintptr_t>(id));
+          }
+        }
         py::object capsule;
         try {
           capsule = obj.attr("__dlpack__")(py::arg("stream") = stream, py::arg("max_version") = py::make_tuple(1, 0));
