@@ -174,3 +174,20 @@ def unique_positions(shape, np_index):
     pos = np.arange(int(np.prod(shape)) if shape else 1).reshape(shape)
     sel = np.asarray(pos[np_index])
     return np.unique(sel).size == sel.size
+
+
+def genesis_source(rng, a):
+    """A genesis tensor equal to `a`, often not contiguous (reversed along a
+    dim, transposed, or every other element of a larger tensor), so that
+    gathers and scatters also run over strided and negatively strided
+    inputs."""
+    r = rng.random()
+    if a.ndim == 0 or r < 0.4:
+        return genesis.tensor(a)
+    k = rng.randrange(a.ndim)
+    pick = tuple(slice(None) for _ in range(k))
+    if r < 0.6:
+        return genesis.tensor(np.flip(a, axis=k).copy())[pick + (slice(None, None, -1),)]
+    if r < 0.8 and a.ndim >= 2:
+        return genesis.tensor(a.T.copy()).T
+    return genesis.tensor(np.repeat(a, 2, axis=k))[pick + (slice(None, None, 2),)]

@@ -5,7 +5,10 @@ shapes (0-5 dims, size-0 and size-1 dims included) and dtypes, mixing ints,
 slices, Ellipsis, None, Python bools, lists of ints and bools, integer and
 boolean ndarrays and genesis Tensors, 0-d index arrays and NumPy integers.
 For each: `genesis.tensor(a)[idx].numpy()` against `a[idx]` (values, shape,
-dtype), and `x[idx] = v` against NumPy for scalars and broadcast arrays.
+dtype), and `x[idx] = v` against NumPy for scalars and broadcast arrays. The
+indexed tensor is often a non-contiguous view with the same values (reversed,
+transposed, stepped: index_cases.genesis_source), so strided and negatively
+strided gathers and scatters are compared too.
 
 Errors: where NumPy raises IndexError Genesis must raise IndexError; where
 NumPy raises anything else (ValueError for a value that does not broadcast
@@ -45,7 +48,7 @@ import numpy as np
 import pytest
 
 import genesis
-from index_cases import numpy_call, numpy_result, random_array, random_index, unique_positions
+from index_cases import genesis_source, numpy_call, numpy_result, random_array, random_index, unique_positions
 
 N_READ = int(os.environ.get("GENESIS_INDEX_CASES", "4000"))
 N_WRITE = max(1, N_READ * 5 // 8)
@@ -95,9 +98,9 @@ def _raises(cls, x, index, value):
     return False
 
 
-def _check_read(a, index, np_index):
+def _check_read(a, index, np_index, rng=None):
     expected, np_err = numpy_result(a, np_index)
-    x = genesis.tensor(a)
+    x = genesis_source(rng, a) if rng is not None else genesis.tensor(a)
     _stats["read"] += 1
     if np_err is not None:
         _stats["read_error"] += 1
@@ -164,7 +167,7 @@ def _check_write(rng, a, index, np_index):
             def assign_stripped():
                 expected[np_index] = stripped
             _, np_err = numpy_call(assign_stripped)
-    x = genesis.tensor(a)
+    x = genesis_source(rng, a)
     if np_err is not None and sel_err is not None and isinstance(sel_err, IndexError):
         # Two errors at once (a bad index and a value that does not
         # broadcast): NumPy checks the value first (ValueError), Genesis the
@@ -206,7 +209,7 @@ def test_getitem_matches_numpy(chunk):
     for _ in range(N_READ // CHUNKS):
         a = random_array(rng)
         index, np_index = random_index(rng, a.shape)
-        _check_read(a, index, np_index)
+        _check_read(a, index, np_index, rng)
 
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))
@@ -245,7 +248,7 @@ def test_indexing_matches_numpy_hypothesis(rng, write):
         if write:
             _check_write(rng, a, index, np_index)
         else:
-            _check_read(a, index, np_index)
+            _check_read(a, index, np_index, rng)
 
 
 # ------------------------------------------------- fixed, named cases ---
