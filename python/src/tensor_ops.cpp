@@ -142,8 +142,20 @@ py::object matmul_py(const Tensor& a, py::handle b, py::object out) {
   }
   const Tensor other = as_tensor(b);
   AllocationSite site;
-  if (out.is_none()) return wrap(matmul(a, other));
-  matmul_out(out.cast<Tensor&>(), a, other);
+  // A large product runs without the GIL so other Python threads go on
+  // (nothing below touches Python objects; the allocation site is
+  // thread-local). Small ones keep it: releasing costs more than they take.
+  const double work = static_cast<double>(a.numel()) * static_cast<double>(other.dim() ? other.shape().back() : 1);
+  Tensor* out_tensor = out.is_none() ? nullptr : &out.cast<Tensor&>();  // with the GIL
+  std::optional<py::gil_scoped_release> nogil;
+  if (work >= 1 << 20) nogil.emplace();
+  if (out_tensor == nullptr) {
+    Tensor r = matmul(a, other);
+    nogil.reset();
+    return wrap(std::move(r));
+  }
+  matmul_out(*out_tensor, a, other);
+  nogil.reset();
   return out;
 }
 

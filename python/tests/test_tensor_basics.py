@@ -429,3 +429,31 @@ def test_stack_cat_split_chunk():
 def test_iteration_uses_getitem():
     x = g.tensor([[1, 2], [3, 4]])
     assert [r.tolist() for r in x] == [[1, 2], [3, 4]]
+
+
+def test_threads_use_tensors_concurrently():
+    # Large matmuls drop the GIL; every thread must still get its own result.
+    import threading
+
+    errors = []
+
+    def work(seed):
+        try:
+            rng = np.random.default_rng(seed)
+            a = rng.random((256, 256), dtype=np.float32)
+            x = g.from_numpy(a)
+            for _ in range(5):
+                r = g.matmul(x, x) + seed
+                np.testing.assert_allclose(r.numpy(), a @ a + seed, rtol=1e-4)
+                y = g.tensor(a)[::2]
+                y[y > 0.5] = 0
+                del r, y
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
