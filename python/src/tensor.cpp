@@ -148,7 +148,8 @@ void bind_tensor(py::module_& m) {
       .def("__bool__",
            [](const Tensor& t) {
              if (t.numel() != 1) {
-               throw py::value_error("the truth value of a tensor with more than one element is ambiguous");
+               throw py::value_error("the truth value of a tensor with " + std::to_string(t.numel()) +
+                                     " elements is ambiguous");
              }
              return t.item().to_bool();
            })
@@ -165,8 +166,7 @@ void bind_tensor(py::module_& m) {
           "cuda",
           [](const Tensor& t, py::object device) {
             AllocationSite site;
-            Device d = device.is_none() ? Device::parse("cuda") : to_device(device);
-            if (PyLong_Check(device.ptr())) d = to_device(device);
+            const Device d = device.is_none() ? Device::parse("cuda") : to_device(device);
             if (!d.is_cuda()) throw py::value_error("cuda() needs a CUDA device");
             return t.to(d);
           },
