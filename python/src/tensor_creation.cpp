@@ -79,7 +79,10 @@ void flatten(Flat& out, py::handle h, std::size_t depth) {
       throw py::value_error("genesis.tensor(): ragged nested sequence (a sequence where a number was expected at dim " +
                             std::to_string(depth) + ")");
     }
-    out.shape.push_back(n);
+    // resize + assign, not push_back: GCC 12 reports a false -Warray-bounds
+    // for push_back here once the recursion is inlined.
+    out.shape.resize(depth + 1);
+    out.shape[depth] = n;
   } else if (out.shape[depth] != n) {
     throw py::value_error("genesis.tensor(): ragged nested sequence: expected length " + std::to_string(out.shape[depth]) +
                           " at dim " + std::to_string(depth) + ", got " + std::to_string(n));
