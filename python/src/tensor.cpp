@@ -211,6 +211,7 @@ void bind_tensor(py::module_& m) {
       .def("__copy__", [](const Tensor& t) { return t; })
       .def("__deepcopy__", [](const Tensor& t, py::handle) { return t.clone(); });
 
+  install_tensor_new(cls);
   bind_tensor_args(m);
   bind_tensor_creation(m);
   bind_tensor_ops(m, cls);

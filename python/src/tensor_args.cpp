@@ -88,8 +88,74 @@ bool is_tensor(py::handle h) {
 }
 
 Tensor& tensor_ref(py::handle h) {
+  // Methods that take self as a handle can be called unbound with anything
+  // (genesis.Tensor.__add__(5, 3)): refuse instead of reading a non-instance.
+  if (!is_tensor(h)) {
+    throw py::type_error("expected a genesis.Tensor, got " +
+                         py::str(py::type::handle_of(h).attr("__name__")).cast<std::string>());
+  }
   auto* inst = reinterpret_cast<py::detail::instance*>(h.ptr());
-  return *static_cast<Tensor*>(inst->get_value_and_holder(tensor_type_info()).value_ptr());
+  auto v_h = inst->get_value_and_holder(tensor_type_info());
+  // Belt and braces: tp_new (install_tensor_new) always constructs the C++
+  // Tensor, but an instance without one must never be read.
+  if (!v_h.holder_constructed()) throw py::type_error("uninitialised genesis.Tensor");
+  return *static_cast<Tensor*>(v_h.value_ptr());
+}
+
+void install_tensor_new(py::handle cls) {
+  // pybind11's tp_new only reserves room for the C++ object and leaves it to
+  // __init__; genesis.Tensor.__new__(genesis.Tensor) (pickle, copy, careless
+  // subclasses) would then hand methods an instance whose first use makes
+  // pybind11 allocate raw, unconstructed memory for it: a crash. Our tp_new
+  // constructs an undefined Tensor (every operation on it raises) instead.
+  static newfunc base_new = nullptr;
+  static newfunc tensor_new = nullptr;
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  base_new = type->tp_new;
+  tensor_new = [](PyTypeObject* t, PyObject* args, PyObject* kwargs) -> PyObject* {
+    PyObject* self = base_new(t, args, kwargs);
+    if (self == nullptr) return nullptr;
+    auto* inst = reinterpret_cast<py::detail::instance*>(self);
+    const py::detail::type_info* info = tensor_type_info();
+    inst->get_value_and_holder(info).value_ptr() = new Tensor();
+    inst->owned = true;
+    info->init_instance(inst, nullptr);  // holder and instance registration, as pybind11's own casts do
+    return self;
+  };
+  type->tp_new = tensor_new;
+  // Python refuses `T.__new__(T)` through the base class's __new__ once
+  // tp_new differs from it ("not safe"): give the class its own __new__
+  // (set in the type's dict directly, so tp_new stays ours).
+  static PyMethodDef new_def = {
+      "__new__",
+      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(
+          +[](PyObject*, PyObject* args, PyObject* kwargs) -> PyObject* {
+            if (PyTuple_GET_SIZE(args) < 1 || !PyType_Check(PyTuple_GET_ITEM(args, 0)) ||
+                !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(args, 0)),
+                                  tensor_type_info()->type)) {
+              PyErr_SetString(PyExc_TypeError, "genesis.Tensor.__new__(X): X must be genesis.Tensor or a subclass");
+              return nullptr;
+            }
+            auto* t = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(args, 0));
+            PyObject* rest = PyTuple_GetSlice(args, 1, PyTuple_GET_SIZE(args));
+            if (rest == nullptr) return nullptr;
+            // tensor_new, not t->tp_new: a Python subclass's tp_new looks
+            // __new__ up again and would come back here.
+            PyObject* self = tensor_new(t, rest, kwargs);
+            Py_DECREF(rest);
+            return self;
+          })),
+      METH_VARARGS | METH_KEYWORDS, "Creates an undefined tensor (use genesis.tensor, zeros, ... instead)."};
+  PyObject* fn = PyCFunction_NewEx(&new_def, nullptr, nullptr);
+  if (fn == nullptr) throw py::error_already_set();
+  PyObject* sm = PyStaticMethod_New(fn);
+  Py_DECREF(fn);
+  if (sm == nullptr || PyDict_SetItemString(type->tp_dict, "__new__", sm) != 0) {
+    Py_XDECREF(sm);
+    throw py::error_already_set();
+  }
+  Py_DECREF(sm);
+  PyType_Modified(type);
 }
 
 py::object wrap(Tensor t) {

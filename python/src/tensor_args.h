@@ -54,12 +54,16 @@ std::optional<Scalar> to_scalar(py::handle h);
 Tensor as_tensor(py::handle h);
 /// True when `h` is a genesis.Tensor (a cached type check, no type-table lookup).
 bool is_tensor(py::handle h);
-/// The Tensor inside a genesis.Tensor object; `h` must be one (is_tensor).
+/// The Tensor inside a genesis.Tensor object (TypeError for anything else).
 Tensor& tensor_ref(py::handle h);
 
 /// The Python object of a Tensor result (py::cast without its per-call
 /// type-table lookups: the hot path of genesis.empty).
 py::object wrap(Tensor t);
+
+/// Makes genesis.Tensor.__new__ construct an (undefined) C++ Tensor, so no
+/// instance ever lacks one (tensor.cpp calls it once on the class).
+void install_tensor_new(py::handle cls);
 
 /// Registers the Python-side objects (called once by genesis/_tensor.py).
 void bind_tensor_args(py::module_& m);

@@ -136,3 +136,25 @@ def test_numpy_round_trip_property(shape, npdt, seed):
         rev = a[::-1]
         assert np.array_equal(g.from_numpy(rev).numpy(), rev)
     assert math.prod(shape) == g.tensor(a).numel()
+
+
+def test_instances_without_init_never_crash():
+    # Tensor.__new__ without __init__ (pickle-style construction, subclasses)
+    # gives an undefined tensor: every use raises, nothing reads garbage.
+    class Sub(g.Tensor):
+        pass
+
+    for t in (g.Tensor.__new__(g.Tensor), Sub.__new__(Sub)):
+        for f in (lambda: t.shape, lambda: t + 1, lambda: 1 + t, lambda: g.zeros(2) + t, lambda: t[0],
+                  lambda: g.zeros(2)[t], lambda: t.numpy(), lambda: t.__dlpack__(), lambda: t.sum(),
+                  lambda: g.stack([t]), lambda: g.zeros(2).__setitem__(0, t), lambda: t.add_(1), lambda: t.tolist(),
+                  lambda: g.tensor(t), lambda: t @ t, lambda: t.view(2)):
+            with pytest.raises(EXPECTED):
+                f()
+        repr(t)
+    with pytest.raises(TypeError):
+        g.Tensor()
+    with pytest.raises(TypeError):
+        g.Tensor.__new__(int)
+    with pytest.raises(TypeError):
+        g.Tensor.__add__(5, 3)
