@@ -1,5 +1,9 @@
 // CPU matmul: cblas sgemm/dgemm (OpenBLAS) for float32/float64, the 16-bit
 // floats through float32 copies, integers with a plain loop.
+//
+// ThreadSanitizer cannot see OpenBLAS's own (uninstrumented) thread pool
+// synchronise, and reports the product's writes as races: run TSan builds
+// with OPENBLAS_NUM_THREADS=1.
 #include <algorithm>
 #include <vector>
 
