@@ -16,10 +16,7 @@
 
 #if GENESIS_WITH_CUDA
 #include "genesis/cuda/check.h"
-#if __has_include("genesis/storage/convert_cuda.h")
 #include "genesis/storage/convert_cuda.h"
-#define GENESIS_HAVE_CONVERT_CUDA 1
-#endif
 #endif
 
 namespace genesis {
@@ -54,6 +51,15 @@ void StorageImpl::release_memory() noexcept {
       if (base_ != nullptr) allocator_->deallocate(base_);
     } else if (deleter_) {
       deleter_(data_);
+    }
+  } catch (const CudaError& e) {
+    // CUDA already shut down (a storage released while the process exits,
+    // after the runtime's own exit handlers): the memory is gone with the
+    // context, nothing to report.
+    constexpr int kCudartUnloading = 4, kDeviceUninitialized = 201, kContextIsDestroyed = 709;
+    if (e.code() != kCudartUnloading && e.code() != kDeviceUninitialized && e.code() != kContextIsDestroyed) {
+      std::fprintf(stderr, "genesis: releasing a %zu-byte storage on %s failed: %s\n", nbytes_,
+                   device_.str().c_str(), e.what());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "genesis: releasing a %zu-byte storage on %s failed: %s\n", nbytes_,
@@ -210,7 +216,7 @@ Storage& Storage::copy_(const Storage& src, bool non_blocking) {
     if (d.device().is_cpu()) {
       convert_dtype(s.data(), s.dtype(), d.data(), d.dtype(), count);
     } else {
-#if GENESIS_HAVE_CONVERT_CUDA
+#if GENESIS_WITH_CUDA
       cuda::DeviceGuard guard(d.device().index());
       const StreamId stream = storage_detail::resolve_stream(d.device(), kCurrentStream);
       convert_dtype_cuda(s.data(), s.dtype(), d.data(), d.dtype(), count, stream);
@@ -219,8 +225,6 @@ Storage& Storage::copy_(const Storage& src, bool non_blocking) {
       } else {
         GENESIS_CUDA_CHECK(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(stream)));
       }
-#else
-      GENESIS_THROW(InvalidArgumentError, "convert_dtype on ", d.device().str(), " needs the GPU conversion kernels");
 #endif
     }
     return *this;
