@@ -103,10 +103,12 @@ std::vector<RecycledStream>& recycled() {
 cudaStream_t take_recycled_stream(int device, int priority, bool non_blocking) {
   std::lock_guard lock(recycle_mutex());
   auto& v = recycled();
-  for (auto it = v.begin(); it != v.end(); ++it) {
+  // Most recently dropped first (LIFO): its work is the most likely to be
+  // cached near the blocks the new owner will reuse.
+  for (auto it = v.rbegin(); it != v.rend(); ++it) {
     if (it->device == device && it->priority == priority && it->non_blocking == non_blocking) {
       cudaStream_t s = it->stream;
-      v.erase(it);
+      v.erase(std::next(it).base());
       return s;
     }
   }
