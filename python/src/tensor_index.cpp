@@ -160,7 +160,7 @@ Tensor getitem(const Tensor& x, py::handle index) {
   }
 }
 
-void setitem(Tensor& x, py::handle index, py::handle value) {
+void setitem(Tensor& x, py::handle index, py::handle value, bool accumulate = false) {
   std::vector<IndexItem> items = to_items(index);
   AllocationSite site;
   std::optional<Scalar> scalar = to_scalar(value);
@@ -172,8 +172,8 @@ void setitem(Tensor& x, py::handle index, py::handle value) {
     else v = tensor_from_data(value, x.dtype(), Device{});
   }
   try {
-    if (scalar) genesis::index_put(x, items, *scalar);
-    else genesis::index_put(x, items, v);
+    if (scalar) genesis::index_put(x, items, *scalar, accumulate);
+    else genesis::index_put(x, items, v, accumulate);
   } catch (const InvalidArgumentError& e) {
     // A bad index (IndexError, as NumPy) or a value that does not broadcast
     // (ValueError, as NumPy)? Planning the index alone tells: it fails only
@@ -191,7 +191,17 @@ void setitem(Tensor& x, py::handle index, py::handle value) {
 
 void bind_tensor_index(TensorClass& cls) {
   cls.def("__getitem__", &getitem)
-      .def("__setitem__", &setitem)
+      .def("__setitem__", [](Tensor& x, py::handle index, py::handle value) { setitem(x, index, value); })
+      .def(
+          "index_put_",
+          [](py::object self, py::handle indices, py::handle values, bool accumulate) {
+            // PyTorch's form: x.index_put_((rows, cols), values, accumulate=True)
+            // is np.add.at(x, (rows, cols), values) when accumulating
+            // (repeated positions add up), x[indices] = values otherwise.
+            setitem(tensor_ref(self), indices, values, accumulate);
+            return self;
+          },
+          py::arg("indices"), py::arg("values"), py::arg("accumulate") = false)
       .def(
           "_index_plan",
           [](const Tensor& x, py::handle index, py::object assign_scalar) {

@@ -324,3 +324,22 @@ def test_view_indexing_shares_memory():
     v += 1
     assert x.numpy()[1:3, ::2].sum() == 4
     assert x._index_plan((slice(1, 3), slice(None, None, 2)))["kind"] == "VIEW"
+
+
+def test_index_put_accumulate_matches_add_at():
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        a = rng.integers(0, 5, size=(4, 5)).astype(np.float64)
+        rows = rng.integers(-4, 4, size=6)
+        cols = rng.integers(0, 5, size=6)
+        vals = rng.integers(0, 3, size=6).astype(np.float64)
+        ref = a.copy()
+        np.add.at(ref, (rows, cols), vals)
+        x = genesis.tensor(a)
+        assert x.index_put_((genesis.tensor(rows), genesis.tensor(cols)), genesis.tensor(vals), accumulate=True) is x
+        assert np.array_equal(x.numpy(), ref)
+        y = genesis.tensor(a)
+        y.index_put_((rows,), 1.0, accumulate=True)
+        ref2 = a.copy()
+        np.add.at(ref2, (rows,), 1.0)
+        assert np.array_equal(y.numpy(), ref2)
