@@ -103,14 +103,21 @@ void bind_tensor_numpy(py::module_& m, TensorClass& cls) {
   cls.def("numpy", &to_numpy, "The tensor's memory as an ndarray (no copy; CPU tensors only).")
       .def(
           "__array__",
-          [](const Tensor& t, py::object dtype) {
+          [](const Tensor& t, py::object dtype, py::object copy) {
+            // NumPy 2 passes copy=: True asks for a copy, False forbids one
+            // (a GPU or bfloat16 tensor cannot be shared then: ValueError).
             Tensor host = t.cpu();
             if (host.dtype() == DType::kBFloat16) host = host.to(DType::kFloat32);
+            const bool shared = host.is_same(t);
+            if (!copy.is_none() && !copy.cast<bool>() && !shared) {
+              throw py::value_error("this tensor cannot be viewed by NumPy without a copy (copy=False)");
+            }
             py::object a = to_numpy(host);
             if (!dtype.is_none()) a = a.attr("astype")(dtype, py::arg("copy") = false);
+            if (!copy.is_none() && copy.cast<bool>() && shared) a = a.attr("copy")();
             return a;
           },
-          py::arg("dtype") = py::none());
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none());
   // ndarray (op) tensor defers to the tensor's reflected operator, so the
   // result is a Tensor with our promotion rules (PyTorch does the same).
   cls.attr("__array_priority__") = 1000;
