@@ -66,7 +66,9 @@ py::array to_numpy(const Tensor& t) {
 Tensor from_numpy_array(py::handle h) {
   auto arr = py::reinterpret_borrow<py::array>(h);
   const DType dtype = from_numpy_dtype(arr.dtype());
-  const auto item = static_cast<std::int64_t>(arr.itemsize());
+  // Our itemsize, not arr.itemsize(): older pybind11 reads it from the
+  // PyArray_Descr struct, whose layout changed in NumPy 2.
+  const auto item = static_cast<std::int64_t>(dtype_size(dtype));
   const auto ndim = static_cast<std::size_t>(arr.ndim());
   Shape shape(ndim), strides(ndim);
   std::int64_t lo = 0, hi = 0, numel = 1;  // element offsets spanned, relative to data
