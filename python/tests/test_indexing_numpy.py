@@ -122,13 +122,17 @@ def _random_value(rng, shape):
     """A scalar or an array broadcastable to `shape` (sometimes not: errors too)."""
     r = rng.random()
     if r < 0.35:
-        return rng.choice([0, 1, 2, 5, True, False, 3.0, 1.0])
+        # Non-integral floats too: assignments truncate toward zero into
+        # integer tensors and test != 0 into bool ones, as NumPy casts.
+        return rng.choice([0, 1, 2, 5, True, False, 3.0, 1.0, 2.75, 0.5])
     # Drop leading dims or make some 1: still broadcasts.
     vshape = list(shape[rng.randrange(0, len(shape) + 1):]) if shape else []
     vshape = [1 if rng.random() < 0.3 else s for s in vshape]
     if rng.random() < 0.05:
         vshape = vshape + [2]  # does not broadcast (unless by luck)
     v = random_array(rng, tuple(vshape))
+    if v.dtype.kind == "f" and rng.random() < 0.3:
+        v = v + v.dtype.type(0.25)  # exact in every float dtype; truncated by integer targets
     kind = rng.random()
     if kind < 0.3:
         return genesis.tensor(v), v
