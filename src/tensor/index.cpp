@@ -30,8 +30,31 @@ struct Parsed {
   GENESIS_THROW(IndexError, "index ", index, " is out of bounds for dimension ", dim, " with size ", size);
 }
 
-Parsed parse(const Tensor& x, const std::vector<IndexItem>& items) {
+// NumPy treats a 0-d integer array as an integer: checked against its dim on
+// its own (x[[], np.array(7)] is an IndexError on a dim of size 3), not
+// after broadcasting with the other index arrays. Such items become ints;
+// the list is returned unchanged (no copy) when there are none.
+const std::vector<IndexItem>& scalar_tensors_as_ints(const std::vector<IndexItem>& items,
+                                                     std::vector<IndexItem>& storage) {
+  auto is_scalar_index = [](const IndexItem& it) {
+    return it.is_tensor() && it.as_tensor().defined() && it.as_tensor().dim() == 0 &&
+           it.as_tensor().dtype() != DType::kBool && !is_floating(it.as_tensor().dtype());
+  };
+  bool any = false;
+  for (const auto& it : items) any = any || is_scalar_index(it);
+  if (!any) return items;
+  storage.clear();
+  for (const auto& it : items) {
+    if (is_scalar_index(it)) storage.emplace_back(it.as_tensor().item().to_int64());
+    else storage.push_back(it);
+  }
+  return storage;
+}
+
+Parsed parse(const Tensor& x, const std::vector<IndexItem>& items_in) {
   detail::check_defined(x, "index");
+  std::vector<IndexItem> normalized;
+  const std::vector<IndexItem>& items = scalar_tensors_as_ints(items_in, normalized);
   // Dims consumed by the items, and whether any item is advanced.
   std::int64_t consumed = 0;
   int ellipses = 0;

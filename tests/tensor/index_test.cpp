@@ -288,6 +288,16 @@ TEST(IndexPut, ValueAliasingThroughAnotherStorage) {
   EXPECT_EQ(buf, (V{0, 0, 1, 2, 3, 4}));
 }
 
+// NumPy: a 0-d integer index array is an integer (checked on its own, not
+// after broadcasting): np.zeros((2, 3))[[], np.array(7)] is an IndexError.
+TEST(IndexAdvanced, ZeroDimIntegerTensorIsAnInt) {
+  Tensor b = arange(6).view({2, 3});
+  EXPECT_THROW((b[{zeros({0}, DType::kInt64), tensor(int64_t{7})}]), IndexError);
+  EXPECT_EQ((b[{tensor(int64_t{1}), tensor(int64_t{2})}].item<std::int64_t>()), 5);
+  EXPECT_EQ((b[{idx({0, 1}), tensor(int64_t{2})}].tolist<std::int64_t>()), (V{2, 5}));
+  EXPECT_EQ((b[{Slice(), tensor(int64_t{-1})}].tolist<std::int64_t>()), (V{2, 5}));
+}
+
 TEST(IndexPut, DuplicatesOverlapAndErrors) {
   Tensor z = zeros({3});
   z.index_put_({tensor({0, 0, 1})}, tensor({1.0, 2.0, 3.0}));
