@@ -15,10 +15,11 @@
 #   <test>.xml     GoogleTest XML reports, only with GENESIS_GTEST_XML=1
 #   copy.log       bench/torch_copy_bench (storage copies, Genesis and PyTorch)
 #   tensor.log     bench/torch_tensor_bench (tensor ops, Genesis and PyTorch)
+#   pybench.log    python/bench/bench_python.py (Python overhead, Genesis/PyTorch/CuPy)
 # (Few files on purpose: some GPU runners only bring back a handful.)
 #
 # GENESIS_DEVICE_STAGES (comma list, default all) picks the stages after the
-# build: tests, python, sanitizer, bench, replay, copy, tensor. GENESIS_SANITIZER_FILTER is
+# build: tests, python, sanitizer, bench, replay, copy, tensor, pybench. GENESIS_SANITIZER_FILTER is
 # the gtest filter for the compute-sanitizer run (default: everything but the
 # exhaustive suites, which take minutes under memcheck).
 # Every stage runs even if an earlier one failed (as far as it can); the exit
@@ -39,7 +40,7 @@ done
 export PATH
 
 STAGES=(); RESULTS=(); NOTES=()
-WANT="${GENESIS_DEVICE_STAGES:-tests,python,sanitizer,bench,replay,copy,tensor}"
+WANT="${GENESIS_DEVICE_STAGES:-tests,python,sanitizer,bench,replay,copy,tensor,pybench}"
 want() { [[ ",$WANT," == *",$1,"* ]]; }
 SAN_FILTER="${GENESIS_SANITIZER_FILTER:--*Exhaustive*}"
 record() { STAGES+=("$1"); RESULTS+=("$2"); NOTES+=("${3:-}"); echo "[$1] $2 ${3:-}"; }
@@ -265,6 +266,21 @@ elif [[ -x "$BUILD/torch_tensor_bench" ]]; then
 else
   echo "torch_tensor_bench not built" | tee "$OUT/tensor.log"
   record tensor SKIP "torch_tensor_bench not built"
+fi
+
+# --------------------------------------------------------------- pybench ---
+log "pybench: python/bench/bench_python.py (Python overhead vs PyTorch and CuPy)"
+if ! want pybench; then
+  echo "skipped (GENESIS_DEVICE_STAGES=$WANT)"
+elif compgen -G "$BUILD/python/genesis/_C*.so" >/dev/null; then
+  if PYTHONPATH="$BUILD/python" python3 python/bench/bench_python.py --device cuda 2>&1 | tee "$OUT/pybench.log"; then
+    record pybench PASS
+  else
+    record pybench FAIL "see pybench.log"
+  fi
+else
+  echo "Python module not built" | tee "$OUT/pybench.log"
+  record pybench SKIP "module not built"
 fi
 
 # --------------------------------------------------------------- summary ---
