@@ -99,6 +99,9 @@ struct Upstream {
   std::string skip_reason;  // non-empty: cannot run here
 };
 
+// Allocator options of every run (--expandable).
+AllocatorOptions g_options;
+
 Upstream make_upstream(const std::string& name) {
   Upstream u;
   if (name == "host") {
@@ -166,7 +169,7 @@ bool bench_upstream(const std::string& name, const gb::Config& cfg, gb::Reporter
 
   // 1. raw-pointer API, no event recording: every pattern.
   try {
-    CachingAllocator alloc(u.resource);
+    CachingAllocator alloc(u.resource, g_options);
     PtrAdaptor a{&alloc, dev};
     const Labels labels = {{"allocator", "genesis"}, {"upstream", name}, {"api", "ptr"}, {"events", "off"}};
     if (cfg.wants("hot")) {
@@ -186,7 +189,7 @@ bool bench_upstream(const std::string& name, const gb::Config& cfg, gb::Reporter
   // 2. handle API.
   if (cfg.wants("api")) {
     try {
-      CachingAllocator alloc(u.resource);
+      CachingAllocator alloc(u.resource, g_options);
       BlockAdaptor a{&alloc, dev};
       const Labels labels = {{"allocator", "genesis"}, {"upstream", name}, {"api", "block"}, {"events", "off"}};
       for (std::size_t size : gb::hot_sizes()) rep.add(gb::run_hot(a, size, cfg, labels));
@@ -200,7 +203,7 @@ bool bench_upstream(const std::string& name, const gb::Config& cfg, gb::Reporter
   // 3. event recording on.
   if (cfg.wants("events")) {
     try {
-      CachingAllocator alloc(u.resource);
+      CachingAllocator alloc(u.resource, g_options);
       alloc.set_event_recording(true);
       PtrAdaptor a{&alloc, dev};
       const Labels labels = {{"allocator", "genesis"}, {"upstream", name}, {"api", "ptr"}, {"events", "on"}};
@@ -236,13 +239,20 @@ int main(int argc, char** argv) {
       upstreams = v;
       return true;
     }
+    if (k == "--expandable") {
+      using E = AllocatorOptions::Expandable;
+      if (v != "auto" && v != "on" && v != "off") return false;
+      g_options.expandable_segments = v == "on" ? E::kOn : v == "off" ? E::kOff : E::kAuto;
+      return true;
+    }
     return false;
   });
   if (!parsed || help) {
     std::printf(
         "usage: %s [--upstream host|sim|cuda|pinned|all] [options]\n"
         "Genesis CachingAllocator alloc+free round trips (see bench/bench_common.h).\n"
-        "  --upstream LIST    comma list of host, sim, cuda, pinned, or all (default)\n%s",
+        "  --upstream LIST    comma list of host, sim, cuda, pinned, or all (default)\n"
+        "  --expandable M     expandable segments: auto (default: where supported and cheap), on, off\n%s",
         argv[0], gb::common_usage());
     return parsed ? 0 : 2;
   }

@@ -13,7 +13,13 @@
 #   bench.log      scripts/bench_alloc_gpu.sh output (it may write more into $OUT)
 #   summary.txt    the table printed at the end
 #   <test>.xml     GoogleTest XML reports, only with GENESIS_GTEST_XML=1
+#   copy.log       bench/torch_copy_bench (storage copies, Genesis and PyTorch)
 # (Few files on purpose: some GPU runners only bring back a handful.)
+#
+# GENESIS_DEVICE_STAGES (comma list, default all) picks the stages after the
+# build: tests, sanitizer, bench, replay, copy. GENESIS_SANITIZER_FILTER is
+# the gtest filter for the compute-sanitizer run (default: everything but the
+# exhaustive suites, which take minutes under memcheck).
 # Every stage runs even if an earlier one failed (as far as it can); the exit
 # status is nonzero if any stage failed.
 set -uo pipefail
@@ -32,6 +38,9 @@ done
 export PATH
 
 STAGES=(); RESULTS=(); NOTES=()
+WANT="${GENESIS_DEVICE_STAGES:-tests,sanitizer,bench,replay,copy}"
+want() { [[ ",$WANT," == *",$1,"* ]]; }
+SAN_FILTER="${GENESIS_SANITIZER_FILTER:--*Exhaustive*}"
 record() { STAGES+=("$1"); RESULTS+=("$2"); NOTES+=("${3:-}"); echo "[$1] $2 ${3:-}"; }
 log() { printf '\n==> %s\n' "$*"; }
 
@@ -86,6 +95,7 @@ fi
 # ----------------------------------------------------------------- tests ---
 : >"$OUT/tests.log"
 for t in genesis_gpu_tests genesis_tests; do
+  want tests || break
   log "tests: $t"
   if [[ -x "$BUILD/$t" ]]; then
     xml=(); [[ ${GENESIS_GTEST_XML:-0} == 1 ]] && xml=(--gtest_output="xml:$OUT/$t.xml")
@@ -103,7 +113,9 @@ done
 # ------------------------------------------------------------- sanitizer ---
 log "compute-sanitizer memcheck: genesis_gpu_tests"
 sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
-if [[ ! -x $sanitizer ]]; then
+if ! want sanitizer; then
+  echo "skipped (GENESIS_DEVICE_STAGES=$WANT)"
+elif [[ ! -x $sanitizer ]]; then
   echo "compute-sanitizer not found" | tee "$OUT/sanitizer.log"
   record sanitizer FAIL "compute-sanitizer not found"
 elif [[ ! -x "$BUILD/genesis_gpu_tests" ]]; then
@@ -111,7 +123,11 @@ elif [[ ! -x "$BUILD/genesis_gpu_tests" ]]; then
   record sanitizer FAIL "not built"
 # --report-api-errors no: the tests provoke CUDA API errors on purpose (invalid
 # device, out of memory); memcheck should report memory-access errors only.
-elif "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 86 "$BUILD/genesis_gpu_tests" 2>&1 | tee "$OUT/sanitizer.log"; then
+# The exhaustive suites (GpuConvertExhaustive: all 2^32 float32 inputs) run
+# the same kernels as the others on far more data: seconds natively, very
+# long under memcheck, so SAN_FILTER leaves them out.
+elif "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 86 "$BUILD/genesis_gpu_tests" \
+       --gtest_filter="$SAN_FILTER" 2>&1 | tee "$OUT/sanitizer.log"; then
   record sanitizer PASS
 else
   rc=${PIPESTATUS[0]}
@@ -128,7 +144,9 @@ fi
 
 # ----------------------------------------------------------------- bench ---
 log "bench: scripts/bench_alloc_gpu.sh"
-if [[ -f "$ROOT/scripts/bench_alloc_gpu.sh" ]]; then
+if ! want bench; then
+  echo "skipped (GENESIS_DEVICE_STAGES=$WANT)"
+elif [[ -f "$ROOT/scripts/bench_alloc_gpu.sh" ]]; then
   # The bench script finds the binaries through GENESIS_BUILD_DIR and writes
   # its own result files into $OUT.
   if OUT="$OUT" GENESIS_BUILD_DIR="$BUILD" bash "$ROOT/scripts/bench_alloc_gpu.sh" 2>&1 | tee "$OUT/bench.log"; then
@@ -147,8 +165,10 @@ fi
 # expandable segments) and cudaMallocAsync, in the same run.
 log "replay: data/traces/gpt2_train.trace.csv.gz"
 TRACE="$ROOT/data/traces/gpt2_train.trace.csv.gz"
-: >"$OUT/replay.log"
-if [[ -x "$BUILD/genesis-mem" && -f $TRACE ]]; then
+if ! want replay; then
+  echo "skipped (GENESIS_DEVICE_STAGES=$WANT)"
+elif [[ -x "$BUILD/genesis-mem" && -f $TRACE ]]; then
+  : >"$OUT/replay.log"
   ok=1
   "$BUILD/genesis-mem" replay "$TRACE" --device cuda --compare --repeat 3 --no-progress 2>&1 | tee -a "$OUT/replay.log" || ok=0
   "$BUILD/genesis-mem" replay "$TRACE" --device sim --compare --repeat 5 --no-progress 2>&1 | tee -a "$OUT/replay.log" || ok=0
@@ -166,6 +186,17 @@ if [[ -x "$BUILD/genesis-mem" && -f $TRACE ]]; then
 else
   echo "genesis-mem or the trace is missing" | tee -a "$OUT/replay.log"
   record replay FAIL "genesis-mem not built or trace missing"
+fi
+
+# ------------------------------------------------------------------ copy ---
+log "copy: bench/torch_copy_bench (storage copies vs PyTorch)"
+if ! want copy; then
+  echo "skipped (GENESIS_DEVICE_STAGES=$WANT)"
+elif [[ -x "$BUILD/torch_copy_bench" ]]; then
+  if "$BUILD/torch_copy_bench" 2>&1 | tee "$OUT/copy.log"; then record copy PASS; else record copy FAIL "see copy.log"; fi
+else
+  echo "torch_copy_bench not built" | tee "$OUT/copy.log"
+  record copy FAIL "torch_copy_bench not built"
 fi
 
 # --------------------------------------------------------------- summary ---

@@ -137,6 +137,18 @@ void EventPool::synchronize(std::uintptr_t event) {
 #endif
 }
 
+void EventPool::wait(std::uintptr_t event, int device, std::uintptr_t stream) {
+  Slot* slot = checked_slot(event, "wait");
+#if GENESIS_WITH_CUDA
+  DeviceGuard guard(device);  // stream 0 is the legacy stream of the current device
+  GENESIS_CUDA_CHECK(cudaStreamWaitEvent(as_stream(stream), as_event(slot->event), 0));
+#else
+  (void)slot;
+  (void)device;
+  (void)stream;
+#endif
+}
+
 void EventPool::release(std::uintptr_t event) noexcept {
   if (event == 0) return;
   auto* slot = reinterpret_cast<Slot*>(event);

@@ -110,13 +110,11 @@ void BatchStorage::batch_copy(std::vector<Storage>& targets) {
     if (next.count(dev) == 0) continue;
     const StreamId current = storage_detail::resolve_stream(Device(DeviceType::kCUDA, dev), kCurrentStream);
     const std::uintptr_t e = streams_->events.record(dev, current);
-    cuda::DeviceGuard guard(dev);
-    for (StreamId s : list) {
-      const cudaError_t err = cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(s), reinterpret_cast<cudaEvent_t>(e), 0);
-      if (err != cudaSuccess) {
-        streams_->events.release(e);
-        GENESIS_CUDA_CHECK(err);
-      }
+    try {
+      for (StreamId s : list) streams_->events.wait(e, dev, s);
+    } catch (...) {
+      streams_->events.release(e);
+      throw;
     }
     streams_->events.release(e);
   }

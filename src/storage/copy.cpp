@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "genesis/core/error.h"
+#include "genesis/cuda/device_properties.h"
 #include "genesis/cuda/event_pool.h"
 #include "genesis/cuda/runtime.h"
 #include "genesis/memory/caching_allocator.h"
@@ -56,27 +57,6 @@ cudaStream_t as_cuda(StreamId s) { return reinterpret_cast<cudaStream_t>(s); }
 
 void sync_stream(StreamId s) { GENESIS_CUDA_CHECK(cudaStreamSynchronize(as_cuda(s))); }
 
-// Peer access is enabled once per ordered pair; a pair that cannot do it
-// falls back to the driver's staged peer copy, which is correct, only slower.
-void enable_peer_once(int from, int to) {
-  static std::mutex m;
-  static std::vector<std::pair<int, int>> done;
-  std::lock_guard lock(m);
-  for (auto& p : done) if (p.first == from && p.second == to) return;
-  int can = 0;
-  GENESIS_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, from, to));
-  if (can) {
-    cuda::DeviceGuard guard(from);
-    const cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
-    if (e == cudaErrorPeerAccessAlreadyEnabled) {
-      (void)cudaGetLastError();
-    } else {
-      GENESIS_CUDA_CHECK(e);
-    }
-  }
-  done.emplace_back(from, to);
-}
-
 void copy_cuda(void* dst, Device dd, const void* src, Device sd, std::size_t n, StreamId stream, bool non_blocking) {
   using storage_detail::resolve_stream;
   if (sd.is_cpu()) {  // host -> device
@@ -111,25 +91,28 @@ void copy_cuda(void* dst, Device dd, const void* src, Device sd, std::size_t n, 
   // GPU -> GPU. The copy runs on the destination's stream, after the work
   // queued on the source's current stream (which may still be producing the
   // data), and the source's stream waits for it before touching src again.
-  enable_peer_once(dd.index(), sd.index());
+  // Peer access where the pair supports it; otherwise the driver stages the
+  // peer copy through the host, which is correct, only slower.
+  if (cuda::can_access_peer(dd.index(), sd.index())) cuda::enable_peer_access(dd.index(), sd.index());
   const StreamId ds = resolve_stream(dd, stream);
   const StreamId ss = resolve_stream(sd, kCurrentStream);
   cuda::EventPool& ev = keep_alive().events;
+  auto order = [&ev](int after_device, StreamId after, int before_device, StreamId before) {
+    const std::uintptr_t e = ev.record(after_device, after);
+    try {
+      ev.wait(e, before_device, before);
+    } catch (...) {
+      ev.release(e);
+      throw;
+    }
+    ev.release(e);
+  };
+  order(sd.index(), ss, dd.index(), ds);  // the data is ready
   {
-    const std::uintptr_t produced = ev.record(sd.index(), ss);
     cuda::DeviceGuard guard(dd.index());
-    const cudaError_t e = cudaStreamWaitEvent(as_cuda(ds), reinterpret_cast<cudaEvent_t>(produced), 0);
-    ev.release(produced);
-    GENESIS_CUDA_CHECK(e);
     GENESIS_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dd.index(), src, sd.index(), n, as_cuda(ds)));
   }
-  const std::uintptr_t copied = ev.record(dd.index(), ds);
-  {
-    cuda::DeviceGuard guard(sd.index());
-    const cudaError_t e = cudaStreamWaitEvent(as_cuda(ss), reinterpret_cast<cudaEvent_t>(copied), 0);
-    ev.release(copied);
-    GENESIS_CUDA_CHECK(e);
-  }
+  order(dd.index(), ds, sd.index(), ss);  // the source is free again
   if (!non_blocking) {
     cuda::DeviceGuard guard(dd.index());
     sync_stream(ds);

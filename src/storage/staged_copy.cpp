@@ -46,10 +46,14 @@ class StagingRing {
  public:
   StagingRing(std::size_t nbytes, int device) : device_(device) {
     const StagingOptions opt = staging_options();
-    chunk_ = std::max<std::size_t>(opt.chunk_bytes, 4096);
+    // A copy smaller than a few chunks would not overlap at all with full
+    // chunks; quarter it instead (down to 1 MiB: below that the per-chunk
+    // costs dominate and one straight pass is as good).
+    const std::size_t quarter = ((nbytes / 4) + 65535) & ~std::size_t{65535};
+    chunk_ = std::max<std::size_t>(std::min(opt.chunk_bytes, std::max<std::size_t>(quarter, 1 << 20)), 4096);
     const std::size_t chunks = (nbytes + chunk_ - 1) / chunk_;
     const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(std::max(opt.buffers, 1)), chunks);
-    threads_ = opt.copy_threads;
+    threads_ = opt.copy_threads > 0 ? opt.copy_threads : staging_threads();
     const std::size_t buffer_bytes = std::min(chunk_, nbytes);
     memory::CachingAllocator& pinned = memory::pinned_allocator();
     slots_.reserve(k);

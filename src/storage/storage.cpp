@@ -16,10 +16,7 @@
 
 #if GENESIS_WITH_CUDA
 #include "genesis/cuda/check.h"
-#if __has_include("genesis/storage/convert_cuda.h")
 #include "genesis/storage/convert_cuda.h"
-#define GENESIS_HAVE_CONVERT_CUDA 1
-#endif
 #endif
 
 namespace genesis {
@@ -210,7 +207,7 @@ Storage& Storage::copy_(const Storage& src, bool non_blocking) {
     if (d.device().is_cpu()) {
       convert_dtype(s.data(), s.dtype(), d.data(), d.dtype(), count);
     } else {
-#if GENESIS_HAVE_CONVERT_CUDA
+#if GENESIS_WITH_CUDA
       cuda::DeviceGuard guard(d.device().index());
       const StreamId stream = storage_detail::resolve_stream(d.device(), kCurrentStream);
       convert_dtype_cuda(s.data(), s.dtype(), d.data(), d.dtype(), count, stream);
@@ -219,8 +216,6 @@ Storage& Storage::copy_(const Storage& src, bool non_blocking) {
       } else {
         GENESIS_CUDA_CHECK(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(stream)));
       }
-#else
-      GENESIS_THROW(InvalidArgumentError, "convert_dtype on ", d.device().str(), " needs the GPU conversion kernels");
 #endif
     }
     return *this;

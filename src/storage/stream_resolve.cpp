@@ -1,11 +1,15 @@
-// Which stream a storage operation runs on when the caller did not say.
+// Which stream a storage operation runs on when the caller did not say: the
+// device's current stream for the calling thread (cuda/stream.h), so that
+// storage copies order themselves with the user's kernels like PyTorch's do.
+#include "genesis/cuda/stream.h"
 #include "storage_internal.h"
 
 namespace genesis::storage_detail {
 
 StreamId resolve_stream(Device device, StreamId stream) {
-  if (stream != kCurrentStream || device.is_cpu()) return device.is_cpu() ? 0 : stream;
-  return 0;  // the legacy default stream (until per-thread current streams land)
+  if (device.is_cpu()) return 0;
+  if (stream != kCurrentStream) return stream;
+  return cuda::current_stream(device.index()).id();
 }
 
 }  // namespace genesis::storage_detail

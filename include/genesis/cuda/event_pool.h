@@ -51,6 +51,11 @@ class EventPool {
   /// Blocks until the event's work has finished. Throws like query().
   void synchronize(std::uintptr_t event);
 
+  /// Makes later work on `stream` (of `device`) wait until the event's work
+  /// has finished, without blocking the host. The event may be released or
+  /// recorded again right after: the wait captured it. Throws like query().
+  void wait(std::uintptr_t event, int device, std::uintptr_t stream);
+
   /// Returns an event to the pool. Never throws; releasing 0 or an already
   /// released event does nothing.
   void release(std::uintptr_t event) noexcept;
