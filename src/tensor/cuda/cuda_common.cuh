@@ -179,6 +179,11 @@ Iter<N> make_iter(const StridedOperand* const* ops) {
 /// Byte offsets of element `linear` for each operand.
 template <typename Index, int N>
 __device__ __forceinline__ void iter_offsets(const Iter<N>& it, Index linear, std::int64_t (&off)[N]) {
+  if (it.ndim == 1) {  // no division for a single dimension
+#pragma unroll
+    for (int i = 0; i < N; ++i) off[i] = static_cast<std::int64_t>(linear) * it.strides[i][0];
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < N; ++i) off[i] = 0;
   for (int d = it.ndim - 1; d >= 0; --d) {
