@@ -185,11 +185,31 @@ __global__ void __launch_bounds__(kRowThreads)
       // Dense and aligned (checked on the host; chunk % V == 0).
       const T* row = reinterpret_cast<const T*>(base);
       const std::int64_t vend = begin + (end - begin) / V * V;
-      for (std::int64_t r = begin + static_cast<std::int64_t>(tx) * V; r < vend; r += static_cast<std::int64_t>(TX) * V) {
+      const std::int64_t stride = static_cast<std::int64_t>(TX) * V;
+      // kUnroll packs in flight per thread, each into its own accumulator
+      // (independent loads and independent add chains).
+      constexpr int kUnroll = 4;
+      Acc part[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) part[u] = op.init();
+      std::int64_t r = begin + static_cast<std::int64_t>(tx) * V;
+      for (; r + (kUnroll - 1) * stride < vend; r += kUnroll * stride) {
+        Pack<T, V> p[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) p[u] = *reinterpret_cast<const Pack<T, V>*>(row + r + u * stride);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+          for (int j = 0; j < V; ++j) part[u] = op.combine(part[u], p[u].v[j]);
+        }
+      }
+      for (; r < vend; r += stride) {
         const Pack<T, V> p = *reinterpret_cast<const Pack<T, V>*>(row + r);
 #pragma unroll
-        for (int j = 0; j < V; ++j) acc = op.combine(acc, p.v[j]);
+        for (int j = 0; j < V; ++j) part[0] = op.combine(part[0], p.v[j]);
       }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) acc = op.merge(acc, part[u]);
       for (std::int64_t r = vend + tx; r < end; r += TX) acc = op.combine(acc, row[r]);
     } else {
       for (std::int64_t r = begin + tx; r < end; r += TX) {
@@ -246,15 +266,25 @@ __global__ void __launch_bounds__(kColX* kColY)
     std::int64_t kept_off[2];
     iter_offsets<std::int64_t, 2>(g.kept, o0, kept_off);
     const char* base = in + kept_off[0];
-    for (std::int64_t r = begin + ty; r < end; r += kColY) {
-      const char* p = base + offset0<1>(g.red, r);
-      if constexpr (V > 1) {
-        const Pack<T, V> v = *reinterpret_cast<const Pack<T, V>*>(p);  // inner % V == 0 (host)
+    // kUnroll reduced rows in flight per thread (loads first, then adds).
+    constexpr int kUnroll = 4;
+    std::int64_t r = begin + ty;
+    for (; r + (kUnroll - 1) * kColY < end; r += kUnroll * kColY) {
+      Pack<T, V> v[kUnroll];
 #pragma unroll
-        for (int k = 0; k < V; ++k) acc[k] = op.combine(acc[k], v.v[k]);
-      } else {
-        acc[0] = op.combine(acc[0], *reinterpret_cast<const T*>(p));
+      for (int u = 0; u < kUnroll; ++u) {
+        v[u] = *reinterpret_cast<const Pack<T, V>*>(base + offset0<1>(g.red, r + u * kColY));  // inner % V == 0
       }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[k] = op.combine(acc[k], v[u].v[k]);
+      }
+    }
+    for (; r < end; r += kColY) {
+      const Pack<T, V> v = *reinterpret_cast<const Pack<T, V>*>(base + offset0<1>(g.red, r));
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[k] = op.combine(acc[k], v.v[k]);
     }
   }
   __shared__ Acc sm[kColY][kColX * V];
