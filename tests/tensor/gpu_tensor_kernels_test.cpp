@@ -703,9 +703,29 @@ View make_index(const std::vector<std::int64_t>& iter_sizes, const std::vector<i
   std::vector<std::int64_t> vals(n);
   std::uniform_int_distribution<std::int64_t> dist(-size, size - 1);
   for (std::size_t i = 0; i < n; ++i) vals[i] = dist(rng());
-  if (unique) {  // a permutation (mod size), half of it negative
-    for (std::size_t i = 0; i < n; ++i) vals[i] = static_cast<std::int64_t>(i % static_cast<std::size_t>(size)) - ((i & 1) ? size : 0);
-    std::shuffle(vals.begin(), vals.end(), rng());
+  if (unique) {
+    // Distinct rows (mod size) at every buffer element the view reaches,
+    // half of them written as negative indices.
+    std::vector<std::int64_t> perm(static_cast<std::size_t>(size));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng());
+    std::vector<std::int64_t> coord(iter_sizes.size(), 0);
+    std::vector<bool> assigned(n, false);
+    std::size_t next = 0;
+    const std::int64_t total = std::accumulate(iter_sizes.begin(), iter_sizes.end(), std::int64_t{1}, std::multiplies<>());
+    for (std::int64_t lin = 0; lin < total; ++lin) {
+      std::int64_t rest = lin, off = 0;
+      for (int d = static_cast<int>(iter_sizes.size()) - 1; d >= 0; --d) {
+        off += (rest % iter_sizes[static_cast<std::size_t>(d)]) * v.cpu.strides[d];
+        rest /= iter_sizes[static_cast<std::size_t>(d)];
+      }
+      if (assigned[static_cast<std::size_t>(off)]) continue;
+      assigned[static_cast<std::size_t>(off)] = true;
+      const std::int64_t row = perm[next % perm.size()];
+      vals[static_cast<std::size_t>(off)] = (next & 1) ? row - size : row;
+      ++next;
+    }
+    EXPECT_LE(next, perm.size()) << "make_index: more positions than distinct rows";
   }
   std::memcpy(v.buf->host.data(), vals.data(), n * 8);
   v.buf->upload();
