@@ -186,7 +186,7 @@ __device__ __forceinline__ void iter_offsets(const Iter<N>& it, Index linear, st
   }
 #pragma unroll
   for (int i = 0; i < N; ++i) off[i] = 0;
-  for (int d = it.ndim - 1; d >= 0; --d) {
+  for (int d = it.ndim - 1; d > 0; --d) {
     const Index size = static_cast<Index>(it.sizes[d]);
     const Index q = linear / size;
     const Index r = linear - q * size;
@@ -194,6 +194,9 @@ __device__ __forceinline__ void iter_offsets(const Iter<N>& it, Index linear, st
 #pragma unroll
     for (int i = 0; i < N; ++i) off[i] += static_cast<std::int64_t>(r) * it.strides[i][d];
   }
+  // The outermost coordinate is what is left: no division.
+#pragma unroll
+  for (int i = 0; i < N; ++i) off[i] += static_cast<std::int64_t>(linear) * it.strides[i][0];
 }
 
 /// True when the byte extent of an iteration fits 32-bit linear indices.
