@@ -62,6 +62,7 @@ Destination destination(Tensor* out, DType dt, const Shape& shape, Device device
   GENESIS_CHECK(out->device() == device, name, ": the output is on ", out->device(), " but the operands on ", device);
   GENESIS_CHECK_TYPE(can_cast(dt, out->dtype()), name, ": result type ", dt, " can't be cast to the desired output type ",
                      out->dtype());
+  detail::check_no_internal_overlap(*out, name);
   d.final_out = out;
   d.target = out->dtype() == dt ? *out : empty(shape, TensorOptions(dt, device));
   return d;
@@ -191,6 +192,16 @@ Tensor logical_and(const TensorOrScalar& a, const TensorOrScalar& b) {
 }
 Tensor logical_or(const TensorOrScalar& a, const TensorOrScalar& b) {
   return binary_impl(BinaryOp::kLogicalOr, a, b, nullptr);
+}
+
+Tensor& binary_out(BinaryOp op, Tensor& out, const TensorOrScalar& a, const TensorOrScalar& b) {
+  binary_impl(op, a, b, &out);
+  return out;
+}
+
+Tensor& unary_out(UnaryOp op, Tensor& out, const Tensor& x) {
+  unary_impl(op, x, &out);
+  return out;
 }
 
 Tensor& add_out(Tensor& out, const TensorOrScalar& a, const TensorOrScalar& b) {

@@ -141,21 +141,12 @@ Parsed parse(const Tensor& x, const std::vector<IndexItem>& items) {
   return p;
 }
 
-// The advanced part of a plan, ready for a gather/scatter kernel.
-struct Advanced {
-  Shape result_shape;
-  Shape index_shape;                       // B
-  std::int64_t position = 0;               // where B goes
-  kernels::StridedOperand restrided;       // the view over result_shape
-  std::vector<kernels::StridedOperand> ops;
-  std::vector<std::int64_t> sizes, strides;
-  std::vector<Tensor> broadcast;           // index tensors expanded to B
-};
-
-Advanced build_advanced(const Parsed& p) {
-  Advanced a;
-  for (const auto& t : p.indices) a.index_shape = broadcast_shapes(a.index_shape, t.shape());
-  // Bounds first: nothing is read or written before every index is valid.
+// Fills in the advanced part of `plan` from the parsed items: bounds first
+// (nothing is read or written before every index is valid), then where the
+// broadcast index dims go and the result shape (Note [Advanced indexing]).
+void plan_advanced(const Parsed& p, IndexPlan& plan) {
+  Shape index_shape;
+  for (const auto& t : p.indices) index_shape = broadcast_shapes(index_shape, t.shape());
   for (std::size_t k = 0; k < p.indices.size(); ++k) {
     if (!p.needs_check[k] || p.indices[k].numel() == 0) continue;
     const std::int64_t size = p.view.size(p.view_dims[k]);
@@ -166,88 +157,106 @@ Advanced build_advanced(const Parsed& p) {
   }
   bool adjacent = true;
   for (std::size_t k = 1; k < p.item_pos.size(); ++k) {
-    const std::size_t gap = p.item_pos[k] - p.item_pos[k - 1];
-    if (gap > 1) adjacent = false;
+    if (p.item_pos[k] - p.item_pos[k - 1] > 1) adjacent = false;
   }
-  // Kept dims of the view (in order), and the result shape.
-  std::vector<std::int64_t> kept;
   std::vector<bool> indexed(static_cast<std::size_t>(p.view.dim()), false);
   for (auto d : p.view_dims) indexed[static_cast<std::size_t>(d)] = true;
-  a.position = 0;
+  std::vector<std::int64_t> kept;
+  std::int64_t position = 0;
   for (std::int64_t d = 0; d < p.view.dim(); ++d) {
-    if (!indexed[static_cast<std::size_t>(d)]) {
-      kept.push_back(d);
-      if (adjacent && d < p.view_dims.front()) ++a.position;
-    }
+    if (indexed[static_cast<std::size_t>(d)]) continue;
+    kept.push_back(d);
+    if (adjacent && d < p.view_dims.front()) ++position;
   }
-  const auto nb = static_cast<std::int64_t>(a.index_shape.size());
-  for (std::int64_t i = 0; i < a.position; ++i) a.result_shape.push_back(p.view.size(kept[static_cast<std::size_t>(i)]));
-  for (auto s : a.index_shape) a.result_shape.push_back(s);
-  for (std::size_t i = static_cast<std::size_t>(a.position); i < kept.size(); ++i) a.result_shape.push_back(p.view.size(kept[i]));
-  const auto nd = static_cast<int>(a.result_shape.size());
-  GENESIS_CHECK_INDEX(nd <= kernels::kMaxDims, "indexing result would have ", nd, " dimensions, more than the ",
-                      kernels::kMaxDims, " supported");
-  // The view restrided over the result: kept dims keep their strides, the
-  // index dims get stride 0 (the indices supply the offset).
-  a.restrided.data = p.view.data_ptr();
-  a.restrided.dtype = p.view.dtype();
-  a.restrided.ndim = nd;
+  Shape result;
+  for (std::int64_t i = 0; i < position; ++i) result.push_back(p.view.size(kept[static_cast<std::size_t>(i)]));
+  for (auto s : index_shape) result.push_back(s);
+  for (std::size_t i = static_cast<std::size_t>(position); i < kept.size(); ++i) result.push_back(p.view.size(kept[i]));
+  GENESIS_CHECK_INDEX(result.size() <= static_cast<std::size_t>(kernels::kMaxDims), "indexing result would have ",
+                      result.size(), " dimensions, more than the ", kernels::kMaxDims, " supported");
+  plan.result_shape = result;
+  plan.advanced_position = position;
+  plan.indexed_dims = p.view_dims;
+  plan.index_tensors.clear();
+  for (const auto& t : p.indices) plan.index_tensors.push_back(t.expand(index_shape));
+}
+
+// The kernel operands of a GATHER or SCATTER plan: the view restrided over
+// the result (kept dims keep their strides, index dims get stride 0) and
+// one operand per index tensor placed at the index dims.
+struct Operands {
+  kernels::StridedOperand restrided;
+  std::vector<kernels::StridedOperand> indices;
+  std::vector<std::int64_t> sizes, strides;
+  kernels::IndexArgs args() const {
+    kernels::IndexArgs a;
+    a.num_indices = static_cast<int>(indices.size());
+    a.indices = indices.data();
+    a.indexed_sizes = sizes.data();
+    a.indexed_strides = strides.data();
+    return a;
+  }
+};
+
+Operands operands(const IndexPlan& plan) {
+  Operands o;
+  const Tensor& view = plan.view;
+  const auto nd = static_cast<int>(plan.result_shape.size());
+  const auto nb = static_cast<int>(plan.index_tensors.front().dim());
+  const auto pos = static_cast<int>(plan.advanced_position);
+  std::vector<bool> indexed(static_cast<std::size_t>(view.dim()), false);
+  for (auto d : plan.indexed_dims) indexed[static_cast<std::size_t>(d)] = true;
+  std::vector<std::int64_t> kept;
+  for (std::int64_t d = 0; d < view.dim(); ++d)
+    if (!indexed[static_cast<std::size_t>(d)]) kept.push_back(d);
+  o.restrided.data = view.data_ptr();
+  o.restrided.dtype = view.dtype();
+  o.restrided.ndim = nd;
   for (int r = 0; r < nd; ++r) {
-    a.restrided.sizes[r] = a.result_shape[static_cast<std::size_t>(r)];
-    std::int64_t stride = 0;
-    if (r < a.position) stride = p.view.stride(kept[static_cast<std::size_t>(r)]);
-    else if (r >= a.position + nb) stride = p.view.stride(kept[static_cast<std::size_t>(r - nb)]);
-    a.restrided.strides[r] = stride;
+    o.restrided.sizes[r] = plan.result_shape[static_cast<std::size_t>(r)];
+    if (r < pos) o.restrided.strides[r] = view.stride(kept[static_cast<std::size_t>(r)]);
+    else if (r >= pos + nb) o.restrided.strides[r] = view.stride(kept[static_cast<std::size_t>(r - nb)]);
   }
-  for (std::size_t k = 0; k < p.indices.size(); ++k) {
-    Tensor b = p.indices[k].expand(a.index_shape);
+  for (std::size_t k = 0; k < plan.index_tensors.size(); ++k) {
+    const Tensor& b = plan.index_tensors[k];
     kernels::StridedOperand op;
     op.data = b.data_ptr();
     op.dtype = DType::kInt64;
     op.ndim = nd;
     for (int r = 0; r < nd; ++r) {
-      op.sizes[r] = a.result_shape[static_cast<std::size_t>(r)];
-      op.strides[r] = (r >= a.position && r < a.position + nb) ? b.strides()[static_cast<std::size_t>(r - a.position)] : 0;
+      op.sizes[r] = plan.result_shape[static_cast<std::size_t>(r)];
+      op.strides[r] = (r >= pos && r < pos + nb) ? b.strides()[static_cast<std::size_t>(r - pos)] : 0;
     }
-    a.ops.push_back(op);
-    a.sizes.push_back(p.view.size(p.view_dims[k]));
-    a.strides.push_back(p.view.stride(p.view_dims[k]));
-    a.broadcast.push_back(b);
+    o.indices.push_back(op);
+    o.sizes.push_back(view.size(plan.indexed_dims[k]));
+    o.strides.push_back(view.stride(plan.indexed_dims[k]));
   }
-  return a;
+  return o;
 }
 
-kernels::IndexArgs index_args(const Advanced& a) {
-  kernels::IndexArgs args;
-  args.num_indices = static_cast<int>(a.ops.size());
-  args.indices = a.ops.data();
-  args.indexed_sizes = a.sizes.data();
-  args.indexed_strides = a.strides.data();
-  return args;
-}
-
-IndexPlan make_plan(const Tensor& x, const Parsed& p, const Advanced* a, IndexKind kind) {
+IndexPlan make_plan(const Tensor& x, const std::vector<IndexItem>& items, IndexKind basic_kind,
+                    IndexKind advanced_kind) {
+  const Parsed p = parse(x, items);
   IndexPlan plan;
-  plan.kind = kind;
   plan.view = p.view;
   plan.ptr_offset = p.view.storage_offset() - x.storage_offset();
   plan.ptr_offset_bytes = plan.ptr_offset * static_cast<std::int64_t>(x.element_size());
   plan.needs_mask_compaction = p.mask;
   plan.temp_memory_bytes = p.temp_bytes;
-  if (a == nullptr) {
+  if (p.indices.empty()) {
+    plan.kind = basic_kind;
     plan.result_shape = p.view.shape();
     plan.result_strides = p.view.strides();
     return plan;
   }
-  plan.result_shape = a->result_shape;
-  plan.index_tensors = a->broadcast;
-  plan.indexed_dims = p.view_dims;
-  plan.advanced_position = a->position;
-  if (kind == IndexKind::kGather) {
-    plan.result_strides = contiguous_strides(a->result_shape);
-    plan.temp_memory_bytes += static_cast<std::size_t>(detail::shape_numel(a->result_shape)) * x.element_size();
+  plan.kind = advanced_kind;
+  plan_advanced(p, plan);
+  if (advanced_kind == IndexKind::kGather) {
+    plan.result_strides = contiguous_strides(plan.result_shape);
+    plan.temp_memory_bytes += static_cast<std::size_t>(detail::shape_numel(plan.result_shape)) * x.element_size();
   } else {
-    plan.result_strides.assign(a->restrided.strides, a->restrided.strides + a->restrided.ndim);
+    const Operands o = operands(plan);
+    plan.result_strides.assign(o.restrided.strides, o.restrided.strides + o.restrided.ndim);
   }
   return plan;
 }
@@ -291,71 +300,65 @@ const char* index_kind_name(IndexKind k) noexcept {
 }
 
 IndexPlan plan_index(const Tensor& x, const std::vector<IndexItem>& items) {
-  const Parsed p = parse(x, items);
-  if (p.indices.empty()) return make_plan(x, p, nullptr, IndexKind::kView);
-  const Advanced a = build_advanced(p);
-  return make_plan(x, p, &a, IndexKind::kGather);
+  return make_plan(x, items, IndexKind::kView, IndexKind::kGather);
 }
 
 IndexPlan plan_index_put(const Tensor& x, const std::vector<IndexItem>& items, bool value_is_scalar) {
-  const Parsed p = parse(x, items);
-  if (p.indices.empty()) return make_plan(x, p, nullptr, value_is_scalar ? IndexKind::kFill : IndexKind::kCopy);
-  const Advanced a = build_advanced(p);
-  return make_plan(x, p, &a, IndexKind::kScatter);
+  return make_plan(x, items, value_is_scalar ? IndexKind::kFill : IndexKind::kCopy, IndexKind::kScatter);
 }
 
 Tensor index(const Tensor& x, const std::vector<IndexItem>& items) {
-  const Parsed p = parse(x, items);
-  if (p.indices.empty()) return p.view;
-  const Advanced a = build_advanced(p);
-  Tensor out = empty(a.result_shape, TensorOptions(x.dtype(), x.device()));
+  const IndexPlan plan = plan_index(x, items);
+  if (plan.kind == IndexKind::kView) return plan.view;
+  Tensor out = empty(plan.result_shape, TensorOptions(x.dtype(), x.device()));
   if (out.numel() > 0) {
     auto fn = detail::kernel_entry(x.device(), &kernels::KernelTable::gather, "index (gather)");
-    const kernels::IndexArgs args = index_args(a);
-    fn(detail::kernel_ctx(x.device()), detail::operand(out), a.restrided, args);
+    const Operands o = operands(plan);
+    fn(detail::kernel_ctx(x.device()), detail::operand(out), o.restrided, o.args());
   }
   return out;
 }
 
 void index_put(Tensor& x, const std::vector<IndexItem>& items, const Tensor& value_in) {
   detail::check_defined(value_in, "index_put");
-  const Parsed p = parse(x, items);
-  if (p.indices.empty()) {
-    Tensor view = p.view;
+  detail::check_no_internal_overlap(x, "index_put");
+  const IndexPlan plan = plan_index_put(x, items, false);
+  if (plan.kind == IndexKind::kCopy) {  // copy_ handles casts, broadcasting and overlap
+    Tensor view = plan.view;
     view.copy_(strip_leading_ones(value_in, static_cast<std::size_t>(view.dim())));
     return;
   }
-  const Advanced a = build_advanced(p);
-  Tensor value = strip_leading_ones(value_in, a.result_shape.size());
-  const Shape b = broadcast_shapes(a.result_shape, value.shape());
-  GENESIS_CHECK(b == a.result_shape, "shape mismatch: value tensor of shape ", detail::shape_str(value_in.shape()),
-                " cannot be broadcast to indexing result of shape ", detail::shape_str(a.result_shape));
+  Tensor value = strip_leading_ones(value_in, plan.result_shape.size());
+  GENESIS_CHECK(broadcast_shapes(plan.result_shape, value.shape()) == plan.result_shape, "shape mismatch: value tensor of shape ",
+                detail::shape_str(value_in.shape()), " cannot be broadcast to indexing result of shape ",
+                detail::shape_str(plan.result_shape));
   if (value.device() != x.device() || value.dtype() != x.dtype()) {
     value = value.to(x.device(), x.dtype());
   } else if (detail::may_overlap(x, value)) {
     value = value.clone();  // reads must not see this assignment's writes
   }
-  if (detail::shape_numel(a.result_shape) == 0) return;
+  if (detail::shape_numel(plan.result_shape) == 0) return;
   auto fn = detail::kernel_entry(x.device(), &kernels::KernelTable::scatter, "index_put (scatter)");
-  fn(detail::kernel_ctx(x.device()), a.restrided, detail::operand(value, a.result_shape), index_args(a), false);
+  const Operands o = operands(plan);
+  fn(detail::kernel_ctx(x.device()), o.restrided, detail::operand(value, plan.result_shape), o.args(), false);
 }
 
 void index_put(Tensor& x, const std::vector<IndexItem>& items, Scalar value) {
-  const Parsed p = parse(x, items);
-  if (p.indices.empty()) {
-    Tensor view = p.view;
+  const IndexPlan plan = plan_index_put(x, items, true);
+  if (plan.kind == IndexKind::kFill) {
+    Tensor view = plan.view;
     view.fill_(value);
     return;
   }
-  const Advanced a = build_advanced(p);
-  if (detail::shape_numel(a.result_shape) == 0) return;
+  if (detail::shape_numel(plan.result_shape) == 0) return;
   auto fn = detail::kernel_entry(x.device(), &kernels::KernelTable::scatter, "index_put (scatter)");
-  fn(detail::kernel_ctx(x.device()), a.restrided, detail::scalar_operand(value, x.dtype(), a.result_shape),
-     index_args(a), false);
+  const Operands o = operands(plan);
+  fn(detail::kernel_ctx(x.device()), o.restrided, detail::scalar_operand(value, x.dtype(), plan.result_shape), o.args(),
+     false);
 }
 
 Tensor Tensor::operator[](const std::vector<IndexItem>& items) const { return index(*this, items); }
-Tensor Tensor::operator[](const Tensor& idx) const { return index(*this, {IndexItem(idx)}); }
+Tensor Tensor::index_with_tensor(const Tensor& idx) const { return index(*this, {IndexItem(idx)}); }
 Tensor& Tensor::index_put_(const std::vector<IndexItem>& items, const Tensor& value) {
   index_put(*this, items, value);
   return *this;

@@ -37,14 +37,28 @@ std::string py_format(double v, char mode, int precision) {
   return fmt(spec, v);
 }
 
+// Element reader over a host copy of the tensor: float64 for floating
+// dtypes (exact for all of them), int64 for integers and bool.
+struct Reader {
+  Tensor host;  // float64 copy for floats; int64 for integers and bool
+  std::int64_t at_int(std::int64_t lin) const { return host.data_ptr<std::int64_t>()[lin]; }
+  double at(std::int64_t lin) const {
+    return host.dtype() == DType::kFloat64 ? host.data_ptr<double>()[lin]
+                                           : static_cast<double>(host.data_ptr<std::int64_t>()[lin]);
+  }
+};
+
 // The _Formatter of torch/_tensor_str.py.
 class Formatter {
  public:
-  Formatter(const std::vector<double>& values, DType dtype) : floating_(is_floating(dtype)), is_bool_(dtype == DType::kBool) {
+  Formatter(const Reader& r, const std::vector<std::int64_t>& shown, DType dtype)
+      : reader_(r), floating_(is_floating(dtype)), is_bool_(dtype == DType::kBool) {
     if (!floating_) {
-      for (double v : values) max_width_ = std::max(max_width_, raw(v).size());
+      for (auto lin : shown) max_width_ = std::max(max_width_, raw(r.at_int(lin)).size());
       return;
     }
+    std::vector<double> values;
+    for (auto lin : shown) values.push_back(r.at(lin));
     std::vector<double> finite;
     for (double v : values) {
       if (std::isfinite(v) && v != 0.0) finite.push_back(v);
@@ -73,8 +87,10 @@ class Formatter {
 
   std::size_t width() const { return max_width_; }
 
-  std::string format(double v) const {
+  /// The element at linear index `lin` of the host copy, padded.
+  std::string format(std::int64_t lin) const {
     std::string s;
+    const double v = floating_ ? reader_.at(lin) : 0.0;
     if (floating_) {
       if (sci_mode_) {
         s = py_format(v, 'e', kPrecision);
@@ -85,31 +101,22 @@ class Formatter {
         s = py_format(v, 'f', kPrecision);
       }
     } else {
-      s = raw(v);
+      s = raw(reader_.at_int(lin));
     }
     return s.size() < max_width_ ? std::string(max_width_ - s.size(), ' ') + s : s;
   }
 
  private:
-  std::string raw(double v) const {
-    if (is_bool_) return v != 0.0 ? "True" : "False";
-    return std::to_string(static_cast<long long>(v));
+  std::string raw(std::int64_t v) const {
+    if (is_bool_) return v != 0 ? "True" : "False";
+    return std::to_string(v);
   }
+  const Reader& reader_;
   bool floating_;
   bool is_bool_;
   bool int_mode_ = true;
   bool sci_mode_ = false;
   std::size_t max_width_ = 1;
-};
-
-// Element reader over a host copy of the tensor (as double: every dtype but
-// int64 beyond 2^53 is exact; int64 is printed from the integer below).
-struct Reader {
-  Tensor host;  // float64 copy for floats; int64 for integers and bool
-  double at(std::int64_t lin) const {
-    return host.dtype() == DType::kFloat64 ? host.data_ptr<double>()[lin]
-                                           : static_cast<double>(host.data_ptr<std::int64_t>()[lin]);
-  }
 };
 
 // Calls f(linear index) for the elements shown (summarised when asked).
@@ -129,7 +136,7 @@ void visit(const Shape& shape, const Shape& strides, std::size_t d, std::int64_t
   }
 }
 
-std::string vector_str(const Reader& r, const Shape& shape, const Shape& strides, std::int64_t base, std::size_t indent,
+std::string vector_str(const Shape& shape, const Shape& strides, std::int64_t base, std::size_t indent,
                        bool summarize, const Formatter& f) {
   const std::size_t element_length = f.width() + 2;
   const std::size_t per_line = std::max<std::size_t>(
@@ -137,11 +144,11 @@ std::string vector_str(const Reader& r, const Shape& shape, const Shape& strides
   const std::int64_t n = shape.back(), st = strides.back();
   std::vector<std::string> data;
   if (summarize && n > 2 * kEdgeItems) {
-    for (std::int64_t i = 0; i < kEdgeItems; ++i) data.push_back(f.format(r.at(base + i * st)));
+    for (std::int64_t i = 0; i < kEdgeItems; ++i) data.push_back(f.format(base + i * st));
     data.push_back(" ...");
-    for (std::int64_t i = n - kEdgeItems; i < n; ++i) data.push_back(f.format(r.at(base + i * st)));
+    for (std::int64_t i = n - kEdgeItems; i < n; ++i) data.push_back(f.format(base + i * st));
   } else {
-    for (std::int64_t i = 0; i < n; ++i) data.push_back(f.format(r.at(base + i * st)));
+    for (std::int64_t i = 0; i < n; ++i) data.push_back(f.format(base + i * st));
   }
   std::string out = "[";
   for (std::size_t i = 0; i < data.size(); ++i) {
@@ -151,17 +158,17 @@ std::string vector_str(const Reader& r, const Shape& shape, const Shape& strides
   return out + "]";
 }
 
-std::string tensor_str(const Reader& r, const Shape& shape, const Shape& strides, std::size_t d, std::int64_t base,
+std::string tensor_str(const Shape& shape, const Shape& strides, std::size_t d, std::int64_t base,
                        std::size_t indent, bool summarize, const Formatter& f) {
   const std::size_t dims = shape.size() - d;
   if (dims == 1) {
-    return vector_str(r, Shape(shape.begin() + static_cast<std::ptrdiff_t>(d), shape.end()),
+    return vector_str(Shape(shape.begin() + static_cast<std::ptrdiff_t>(d), shape.end()),
                       Shape(strides.begin() + static_cast<std::ptrdiff_t>(d), strides.end()), base, indent, summarize, f);
   }
   const std::int64_t n = shape[d];
   std::vector<std::string> slices;
   auto one = [&](std::int64_t i) {
-    slices.push_back(tensor_str(r, shape, strides, d + 1, base + i * strides[d], indent + 1, summarize, f));
+    slices.push_back(tensor_str(shape, strides, d + 1, base + i * strides[d], indent + 1, summarize, f));
   };
   if (summarize && n > 2 * kEdgeItems) {
     for (std::int64_t i = 0; i < kEdgeItems; ++i) one(i);
@@ -217,13 +224,13 @@ std::string Tensor::str() const {
     if (!default_dtype) suffixes.push_back(dtype_suffix);
     Reader r{to(Device{}, is_floating(dt) ? DType::kFloat64 : DType::kInt64).contiguous()};
     const bool summarize = numel() > kThreshold;
-    std::vector<double> shown;
-    auto collect = [&](std::int64_t lin) { shown.push_back(r.at(lin)); };
+    std::vector<std::int64_t> shown;
+    auto collect = [&](std::int64_t lin) { shown.push_back(lin); };
     const Shape& sh = r.host.shape();
     const Shape& st = r.host.strides();
     visit(sh, st, 0, 0, summarize, collect);
-    const Formatter f(shown, dt);
-    body = dim() == 0 ? f.format(r.at(0)) : tensor_str(r, sh, st, 0, 0, indent, summarize, f);
+    const Formatter f(r, shown, dt);
+    body = dim() == 0 ? f.format(0) : tensor_str(sh, st, 0, 0, indent, summarize, f);
   }
   return add_suffixes(prefix + body, suffixes, indent);
 }

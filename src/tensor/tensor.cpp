@@ -104,6 +104,14 @@ bool same_elements(const Tensor& a, const Tensor& b) {
          a.strides() == b.strides();
 }
 
+void check_no_internal_overlap(const Tensor& t, const char* what) {
+  for (std::size_t d = 0; d < t.shape().size(); ++d) {
+    GENESIS_CHECK(t.shape()[d] <= 1 || t.strides()[d] != 0, what, ": unsupported operation: more than one element of "
+                  "the written-to tensor refers to a single memory location (dimension ", d, " is expanded); "
+                  "call clone() first");
+  }
+}
+
 void check_defined(const Tensor& t, const char* what) {
   GENESIS_CHECK(t.defined(), what, ": the tensor is undefined (default-constructed)");
 }
@@ -112,9 +120,51 @@ Tensor make_view(const Tensor& t, Shape shape, Shape strides, std::int64_t offse
   return Tensor(t.storage(), std::move(shape), std::move(strides), offset);
 }
 
+// Note [Cross-device copies]: every dtype conversion, broadcast and layout
+// change happens on the CPU side of a transfer whenever one side is the CPU,
+// so moving data to and from a GPU needs no GPU kernel when the GPU side is
+// contiguous (tensor(data, device=cuda), .to("cuda"), .cpu(), item()).
+Tensor bring_to_device(const Tensor& src, Tensor& dst) {
+  const Device cpu{};
+  if (dst.device().is_cpu()) {  // GPU -> CPU: packed bytes, then the CPU kernel
+    Tensor packed = src.contiguous();
+    Tensor host = empty(packed.shape(), TensorOptions(packed.dtype(), cpu));
+    copy_bytes(host.data_ptr(), cpu, packed.data_ptr(), packed.device(), packed.nbytes());
+    return host;
+  }
+  if (src.device().is_cpu()) {  // CPU -> GPU: convert on the host first
+    Tensor staged = src;
+    if (src.dtype() != dst.dtype() || src.shape() != dst.shape() || !src.is_contiguous()) {
+      staged = empty(dst.shape(), TensorOptions(dst.dtype(), cpu));
+      staged.copy_(src);
+    }
+    if (dst.is_contiguous()) {
+      copy_bytes(dst.data_ptr(), dst.device(), staged.data_ptr(), cpu, dst.nbytes());
+      return Tensor();
+    }
+    Tensor here = empty(dst.shape(), TensorOptions(dst.dtype(), dst.device()));
+    copy_bytes(here.data_ptr(), here.device(), staged.data_ptr(), cpu, here.nbytes());
+    return here;
+  }
+  // GPU -> another GPU: packed bytes over, then the destination's kernel.
+  Tensor packed = src.contiguous();
+  if (dst.is_contiguous() && packed.dtype() == dst.dtype() && packed.shape() == dst.shape()) {
+    copy_bytes(dst.data_ptr(), dst.device(), packed.data_ptr(), packed.device(), packed.nbytes());
+    return Tensor();
+  }
+  Tensor here = empty(packed.shape(), TensorOptions(packed.dtype(), dst.device()));
+  copy_bytes(here.data_ptr(), here.device(), packed.data_ptr(), packed.device(), packed.nbytes());
+  return here;
+}
+
 [[noreturn]] void throw_ragged(std::int64_t expected, std::size_t got) {
   GENESIS_THROW(InvalidArgumentError, "tensor(): expected a sequence of length ", expected, " at each position, got ",
                 got, " (nested lists must be rectangular)");
+}
+
+void check_count(std::size_t count, const Shape& shape) {
+  GENESIS_CHECK(static_cast<std::int64_t>(count) == shape_numel(shape), "tensor(): ", count,
+                " values cannot fill shape ", shape_str(shape), " (", shape_numel(shape), " elements)");
 }
 
 }  // namespace detail
@@ -173,6 +223,10 @@ void* Tensor::data_ptr() const {
   return base + i.offset * static_cast<std::int64_t>(dtype_size(i.dtype));
 }
 
+void Tensor::check_data_type(DType requested) const {
+  GENESIS_CHECK_TYPE(requested == dtype(), "data_ptr<", requested, ">() called on a tensor of dtype ", dtype());
+}
+
 bool Tensor::is_contiguous() const {
   std::int64_t expected = 1;
   for (std::int64_t d = dim() - 1; d >= 0; --d) {
@@ -207,14 +261,11 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
   GENESIS_CHECK(b == shape(), "copy_: the source of shape ", detail::shape_str(src_in.shape()),
                 " does not broadcast to the destination shape ", detail::shape_str(shape()));
   if (numel() == 0) return *this;
+  detail::check_no_internal_overlap(*this, "copy_");
   Tensor src = src_in;
   if (src.device() != device()) {
-    // Bring the source over packed, in its own dtype; the cast and the
-    // destination's strides are then handled on this device.
-    Tensor packed = src.contiguous();
-    Tensor here = empty(packed.shape(), TensorOptions(packed.dtype(), device()));
-    copy_bytes(here.data_ptr(), device(), packed.data_ptr(), packed.device(), packed.nbytes());
-    src = here;
+    src = detail::bring_to_device(src, *this);
+    if (!src.defined()) return *this;  // transferred straight into place
   } else if (detail::may_overlap(*this, src) && !detail::same_elements(*this, src)) {
     src = src.clone();
   }

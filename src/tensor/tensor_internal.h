@@ -49,8 +49,17 @@ bool may_overlap(const Tensor& a, const Tensor& b);
 /// shape and strides).
 bool same_elements(const Tensor& a, const Tensor& b);
 
+/// InvalidArgumentError when several elements of `t` share one memory
+/// location (an expanded tensor): writing it would race and depend on order.
+void check_no_internal_overlap(const Tensor& t, const char* what);
+
 /// Checks that `t` is defined (InvalidArgumentError naming `what`).
 void check_defined(const Tensor& t, const char* what);
+
+/// For dst.copy_(src) across devices (Note [Cross-device copies]): either
+/// copies src straight into dst and returns an undefined tensor, or returns
+/// src's data on dst's device for a same-device copy kernel to finish.
+Tensor bring_to_device(const Tensor& src, Tensor& dst);
 
 /// A new tensor over `t`'s storage with another layout (a view).
 Tensor make_view(const Tensor& t, Shape shape, Shape strides, std::int64_t offset);

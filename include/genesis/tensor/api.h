@@ -1,6 +1,8 @@
 // Everything of the tensor layer in one include.
 #pragma once
 
+#include "genesis/core/error.h"
+
 #include "genesis/tensor/creation.h"
 #include "genesis/tensor/index.h"
 #include "genesis/tensor/ops.h"

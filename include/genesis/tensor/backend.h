@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "genesis/core/device.h"
 #include "genesis/core/dtype.h"
@@ -51,9 +52,9 @@ struct StridedOperand {
   std::int64_t sizes[kMaxDims] = {};
   std::int64_t strides[kMaxDims] = {};  // in elements; 0 = broadcast
   // An input may be a broadcast constant instead of memory: then every
-  // element equals `scalar` (already in this operand's dtype, strides all 0)
-  // and `data` is null. Only inputs of binary, where and scatter values
-  // use it.
+  // element equals `scalar` converted to this operand's dtype
+  // (kernels::scalar_to in tensor/cast.h), the strides are all 0 and `data`
+  // is null. Only inputs of binary, where and scatter's values use it.
   bool is_scalar = false;
   Scalar scalar{};
 
@@ -63,6 +64,8 @@ struct StridedOperand {
     return n;
   }
 };
+
+static_assert(std::is_trivially_copyable_v<StridedOperand>);
 
 /// Where and how a kernel runs.
 struct KernelContext {
@@ -156,9 +159,9 @@ struct KernelTable {
   /// int64; floating out: in double, then rounded. Non-bool dtypes.
   void (*iota)(const KernelContext& ctx, const StridedOperand& out, Scalar start, Scalar step) = nullptr;
 
-  /// out (contiguous) filled per Note [Random numbers]; element i uses
-  /// philox::element_block(seed, offset, i). The tensor layer advances the
-  /// generator.
+  /// out (contiguous) [i] = random_element<T>(params, i) (tensor/
+  /// random_element.h, Note [Random numbers]); the tensor layer advances the
+  /// generator. Floating out for kUniform/kNormal, non-bool for kInteger.
   void (*random)(const KernelContext& ctx, const StridedOperand& out, const RandomParams& params) = nullptr;
 
   /// out[i] = op(in[i]) (UnaryOp contract).
@@ -195,9 +198,9 @@ struct KernelTable {
 
   /// The mirror of gather: dst_elem(i) = values[i] (accumulate: +=). values
   /// has dst's dtype and may broadcast or be is_scalar. Where several i hit
-  /// one element, which write wins is unspecified (the CPU backend runs in
-  /// order for small problems, so the last wins there; NumPy also leaves it
-  /// unspecified); accumulate must add every value.
+  /// one element, which write wins is unspecified (the CPU backend runs
+  /// serially in row-major order of i, so the last wins there; NumPy also
+  /// leaves it unspecified); accumulate must add every value.
   void (*scatter)(const KernelContext& ctx, const StridedOperand& dst, const StridedOperand& values,
                   const IndexArgs& index, bool accumulate) = nullptr;
 

@@ -57,6 +57,8 @@ Tensor from_blob_copy(const void* data, DType src_dtype, const Shape& shape,
 
 namespace detail {
 [[noreturn]] void throw_ragged(std::int64_t expected, std::size_t got);
+/// InvalidArgumentError unless `count` values fill `shape`.
+void check_count(std::size_t count, const Shape& shape);
 
 template <typename T>
 constexpr DType inferred_dtype() {
@@ -72,6 +74,7 @@ using tensor_source_t = std::conditional_t<std::is_same_v<T, bool>, bool,
                         std::conditional_t<std::is_integral_v<T>, std::int64_t, T>>>;
 template <typename T>
 Tensor tensor_from(const std::vector<T>& flat, const Shape& shape, std::optional<DType> dtype, Device device) {
+  check_count(flat.size(), shape);
   using S = tensor_source_t<T>;
   std::vector<S> converted(flat.begin(), flat.end());
   if constexpr (std::is_same_v<S, bool>) {

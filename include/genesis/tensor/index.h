@@ -17,8 +17,13 @@
 // any kernel touches memory; an out-of-range one raises IndexError "index 7
 // is out of bounds for dimension 1 with size 5", the dimension numbered in
 // the indexed tensor. Duplicate positions in an assignment: the last write
-// wins on the CPU for problems below the parallel threshold; NumPy leaves
-// it unspecified, so does Genesis in general.
+// (in row-major order of the indexing result) wins on the CPU, whose scatter
+// is serial; NumPy leaves it unspecified, and so does Genesis for other
+// backends (a CUDA scatter may keep any of the values).
+//
+// On CUDA the bounds check reads each index tensor's min and max on the host
+// (one synchronisation per advanced index), and a boolean mask needs its
+// count (one more): the price of raising IndexError before any kernel runs.
 #pragma once
 
 #include <cstdint>
@@ -93,8 +98,11 @@ enum class IndexKind : std::uint8_t {
 const char* index_kind_name(IndexKind k) noexcept;
 
 /// How an index expression will run (SPEC T5). Built by plan_index /
-/// plan_index_put; the index tensors are already checked (IndexError) and on
-/// the tensor's device.
+/// plan_index_put, and what index() / index_put() execute: a VIEW is
+/// `view` itself, FILL and COPY write into `view`, GATHER and SCATTER run
+/// the device's gather/scatter kernel over `view` restrided by
+/// (advanced_position, indexed_dims) with `index_tensors`. The index
+/// tensors are already checked (IndexError) and on the tensor's device.
 struct IndexPlan {
   IndexKind kind = IndexKind::kView;
   /// Shape of x[items] (for assignments: the shape the value broadcasts to).

@@ -2,14 +2,18 @@
 //
 // Element-wise operations broadcast their operands (NumPy rule) and compute
 // in the promoted dtype (Note [Type promotion] in tensor/promotion.h). A
-// `_out` form writes into `out` without allocating when out already has the
-// result's shape (its dtype must be able to hold the result, can_cast; it
-// is resized - reallocated - otherwise, like PyTorch's out= with a warning
-// there). Every function throws InvalidArgumentError for operands on
-// different devices or shapes that do not broadcast, TypeMismatchError for
-// a dtype the operation does not accept.
+// `_out` form writes into `out`, which must have the broadcast shape
+// (InvalidArgumentError otherwise: Genesis never silently reallocates an
+// out= buffer) and a dtype that can hold the result (can_cast, else
+// TypeMismatchError). It allocates nothing when out's dtype is the result
+// dtype; otherwise the result goes through one temporary and is cast into
+// out. Inputs that partially overlap out are copied first. Every function
+// throws InvalidArgumentError for operands on different devices or shapes
+// that do not broadcast, TypeMismatchError for a dtype the operation does
+// not accept.
 #pragma once
 
+#include "genesis/tensor/backend.h"
 #include "genesis/tensor/tensor.h"
 
 namespace genesis {
@@ -35,6 +39,11 @@ Tensor gt(const TensorOrScalar& a, const TensorOrScalar& b);
 Tensor ge(const TensorOrScalar& a, const TensorOrScalar& b);
 Tensor logical_and(const TensorOrScalar& a, const TensorOrScalar& b);
 Tensor logical_or(const TensorOrScalar& a, const TensorOrScalar& b);
+
+/// out= for any element-wise operation (the bindings' single entry point);
+/// the named _out functions below are shorthands.
+Tensor& binary_out(kernels::BinaryOp op, Tensor& out, const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor& unary_out(kernels::UnaryOp op, Tensor& out, const Tensor& x);
 
 Tensor& add_out(Tensor& out, const TensorOrScalar& a, const TensorOrScalar& b);
 Tensor& sub_out(Tensor& out, const TensorOrScalar& a, const TensorOrScalar& b);

@@ -116,8 +116,12 @@ class Tensor {
   std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * element_size(); }
   /// Address of element [0, ..., 0] (device memory for CUDA tensors).
   void* data_ptr() const;
+  /// The same, typed; TypeMismatchError unless T is the dtype's C++ type.
   template <typename T>
-  T* data_ptr() const { return static_cast<T*>(data_ptr()); }
+  T* data_ptr() const {
+    check_data_type(detail::dtype_of<T>());
+    return static_cast<T*>(data_ptr());
+  }
   /// Row-major contiguous (dims of size 1 may have any stride).
   bool is_contiguous() const;
   bool is_floating_point() const { return is_floating(dtype()); }
@@ -258,13 +262,24 @@ class Tensor {
   // ---------------------------------------------------------- indexing ---
   /// NumPy indexing (tensor/index.h): `x[{0, Slice(1, None), Ellipsis}]`.
   Tensor operator[](const std::vector<IndexItem>& items) const;
-  Tensor operator[](std::int64_t i) const { return select(0, i); }
-  Tensor operator[](const Tensor& index) const;
+  /// x[i] (a template so that braced lists `x[{}]`, `x[{true}]` always mean
+  /// index lists).
+  template <typename I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  Tensor operator[](I i) const {
+    return select(0, static_cast<std::int64_t>(i));
+  }
+  /// x[index_tensor] (also a template, for the same reason).
+  template <typename T, std::enable_if_t<std::is_same_v<T, Tensor>, int> = 0>
+  Tensor operator[](const T& index) const {
+    return index_with_tensor(index);
+  }
   /// x[items] = value.
   Tensor& index_put_(const std::vector<IndexItem>& items, const Tensor& value);
   Tensor& index_put_(const std::vector<IndexItem>& items, Scalar value);
 
   // ---------------------------------------------------------- internals ---
+  Tensor index_with_tensor(const Tensor& index) const;
+  void check_data_type(DType requested) const;
   const detail::TensorImpl& impl() const;
   detail::TensorImpl& mutable_impl();
 

@@ -84,7 +84,8 @@ template <typename C>
 C floor_div_int(C a, C b) {
   if (b == 0) return 0;
   if constexpr (std::is_signed_v<C>) {
-    if (b == C(-1)) return static_cast<C>(C(0) - a);  // avoids MIN / -1 overflow trap
+    // MIN / -1 overflows (a trap on x86): negate with wrap-around instead.
+    if (b == C(-1)) return static_cast<C>(std::make_unsigned_t<C>(0) - static_cast<std::make_unsigned_t<C>>(a));
     C q = static_cast<C>(a / b);
     if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
     return q;

@@ -1,12 +1,13 @@
 // CPU kernels that produce values without arithmetic inputs: fill, copy
 // (strided, with dtype cast), iota and random (Note [Random numbers]).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "cpu_kernels.h"
 #include "cpu_loops.h"
 #include "genesis/storage/convert.h"
-#include "genesis/tensor/philox.h"
+#include "genesis/tensor/random_element.h"
 
 namespace genesis::kernels::cpu {
 
@@ -36,6 +37,48 @@ bool is_contiguous(const StridedOperand& op) {
   }
   return true;
 }
+// A copy whose two operands have their unit strides in different dims of
+// the last two (a transpose): walking either one row by row strides through
+// the other's memory, so the two dims are walked in 32 x 32 tiles instead.
+template <typename D, typename S>
+bool transposed_copy(const Loop& l) {
+  if (l.ndim < 2) return false;
+  const int a = l.ndim - 2, b = l.ndim - 1;
+  const std::int64_t dsz = sizeof(D), ssz = sizeof(S);
+  const bool crossed = (l.strides[0][b] == dsz && l.strides[1][a] == ssz) ||
+                       (l.strides[0][a] == dsz && l.strides[1][b] == ssz);
+  if (!crossed || l.sizes[a] < 32 || l.sizes[b] < 32) return false;
+  constexpr std::int64_t kTile = 32;
+  const std::int64_t rows = l.sizes[a], cols = l.sizes[b];
+  const std::int64_t outer = l.numel() / (rows * cols);
+  const std::int64_t row_tiles = (rows + kTile - 1) / kTile;
+  parallel_for(outer * row_tiles, std::max<std::int64_t>(1, kParallelGrain / (kTile * cols)),
+               [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t t = lo; t < hi; ++t) {
+      std::int64_t o = t / row_tiles;
+      const std::int64_t r0 = (t % row_tiles) * kTile, r1 = std::min(rows, r0 + kTile);
+      char* dbase = l.base[0];
+      const char* sbase = l.base[1];
+      for (int d = a - 1; d >= 0; --d) {
+        const std::int64_t i = o % l.sizes[d];
+        o /= l.sizes[d];
+        dbase += i * l.strides[0][d];
+        sbase += i * l.strides[1][d];
+      }
+      for (std::int64_t c0 = 0; c0 < cols; c0 += kTile) {
+        const std::int64_t c1 = std::min(cols, c0 + kTile);
+        for (std::int64_t r = r0; r < r1; ++r) {
+          for (std::int64_t c = c0; c < c1; ++c) {
+            store<D>(dbase + r * l.strides[0][a] + c * l.strides[0][b],
+                     cast<D>(load<S>(sbase + r * l.strides[1][a] + c * l.strides[1][b])));
+          }
+        }
+      }
+    }
+  });
+  return true;
+}
+
 }  // namespace
 
 void copy(const KernelContext&, const StridedOperand& dst, const StridedOperand& src) {
@@ -53,6 +96,7 @@ void copy(const KernelContext&, const StridedOperand& dst, const StridedOperand&
     using D = typename decltype(dtag)::type;
     dispatch(src.dtype, [&](auto stag) {
       using S = typename decltype(stag)::type;
+      if (transposed_copy<D, S>(loop)) return;
       run(loop, [&](char** p, const std::int64_t* s, std::int64_t n) {
         if (s[0] == sizeof(D) && s[1] == sizeof(S)) {
           D* o = reinterpret_cast<D*>(p[0]);
@@ -87,33 +131,8 @@ void random(const KernelContext&, const StridedOperand& out, const RandomParams&
   dispatch(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* o = static_cast<T*>(out.data);
-    const std::int64_t n = out.numel();
-    const std::uint64_t range = static_cast<std::uint64_t>(p.int_high) - static_cast<std::uint64_t>(p.int_low);
-    parallel_for(n, kParallelGrain / 4, [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t i = b; i < e; ++i) {
-        const philox::Block blk = philox::element_block(p.seed, p.offset, static_cast<std::uint64_t>(i));
-        if constexpr (std::is_same_v<T, bool>) {
-          o[i] = false;  // the tensor layer never asks for random bools
-        } else if (p.kind == RandomKind::kInteger) {
-          o[i] = cast<T>(philox::integer(blk, p.int_low, range));
-        } else if constexpr (std::is_same_v<T, double>) {
-          o[i] = p.kind == RandomKind::kUniform ? p.low + (p.high - p.low) * philox::uniform_double(blk)
-                                                : p.low + p.high * philox::normal_double(blk);
-        } else if constexpr (!std::is_integral_v<T>) {
-          if (p.kind == RandomKind::kUniform) {
-            const float u = philox::uniform_float(blk);
-            const double v = p.low + (p.high - p.low) * static_cast<double>(u);
-            T r = cast<T>(v);
-            // Rounding to a narrow dtype may reach `high`; keep [low, high).
-            if (static_cast<double>(static_cast<float>(r)) >= p.high && p.high > p.low) r = cast<T>(p.low);
-            o[i] = r;
-          } else {
-            o[i] = cast<T>(p.low + p.high * philox::normal_double(blk));
-          }
-        } else {
-          o[i] = T{};
-        }
-      }
+    parallel_for(out.numel(), kParallelGrain / 4, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t i = b; i < e; ++i) o[i] = random_element<T>(p, static_cast<std::uint64_t>(i));
     });
   });
 }

@@ -78,18 +78,20 @@ void nonzero(const KernelContext&, const StridedOperand& out, const StridedOpera
   const int nd = mask.ndim;
   const std::int64_t total = mask.numel();
   if (total == 0) return;
+  // Walk the mask in row-major order keeping the coordinates and the
+  // element offset incrementally (no division per element).
   std::int64_t idx[kMaxDims] = {};
-  std::int64_t row = 0;
+  std::int64_t off = 0, row = 0;
   const char* base = static_cast<const char*>(mask.data);
   for (std::int64_t lin = 0; lin < total; ++lin) {
-    std::int64_t off = 0;
-    for (int d = 0; d < nd; ++d) off += idx[d] * mask.strides[d];
     if (load<bool>(base + off)) {
       for (int d = 0; d < nd; ++d) o[row * nd + d] = idx[d];
       ++row;
     }
     for (int d = nd - 1; d >= 0; --d) {
+      off += mask.strides[d];
       if (++idx[d] < mask.sizes[d]) break;
+      off -= mask.strides[d] * mask.sizes[d];
       idx[d] = 0;
     }
   }

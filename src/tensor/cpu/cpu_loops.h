@@ -116,6 +116,7 @@ inline Loop make_loop(const StridedOperand* const* ops, int nops, char* const* b
 /// Runs row(ptrs, strides, n) over elements [begin, end) of the loop.
 template <typename Row>
 void run_range(const Loop& l, std::int64_t begin, std::int64_t end, Row&& row) {
+  if (begin >= end) return;  // also keeps the modulo below away from empty dims
   const int inner = l.ndim - 1;
   std::int64_t idx[kMaxDims];
   std::int64_t rest = begin;

@@ -5,7 +5,9 @@
 // each output's range is cut into fixed blocks of kBlock elements whose
 // partial results are merged in block order, so float sums do not depend on
 // the number of threads.
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -160,6 +162,50 @@ void reduce_with(const Op& op, const StridedOperand& out, const StridedOperand& 
     }
     store<O>(out_base + out_off * static_cast<std::int64_t>(sizeof(O)), finish(acc, s.num_red));
   };
+  // Row path: when the innermost kept dim is also the fastest in memory
+  // (sum(dim=0) of a row-major matrix), walking one output at a time would
+  // stride through memory. Instead a chunk of adjacent outputs accumulates
+  // together while the reduced elements are visited once, row by row.
+  std::int64_t min_red_stride = std::numeric_limits<std::int64_t>::max();
+  for (int d = 0; d < s.red_ndim; ++d) min_red_stride = std::min(min_red_stride, std::abs(s.red_in[d]));
+  if (s.kept_ndim >= 1 && s.red_ndim >= 1 && s.kept_sizes[s.kept_ndim - 1] >= 8 &&
+      std::abs(s.kept_in[s.kept_ndim - 1]) < min_red_stride) {
+    constexpr std::int64_t kChunk = 512;
+    const std::int64_t len = s.kept_sizes[s.kept_ndim - 1];
+    const std::int64_t in_step = s.kept_in[s.kept_ndim - 1] * static_cast<std::int64_t>(isz);
+    const std::int64_t out_step = s.kept_out[s.kept_ndim - 1] * static_cast<std::int64_t>(sizeof(O));
+    const std::int64_t chunks_per_row = (len + kChunk - 1) / kChunk;
+    const std::int64_t tasks = (s.num_out / len) * chunks_per_row;
+    const std::int64_t grain = std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(1, s.num_red * kChunk));
+    parallel_for(tasks, grain, [&](std::int64_t b, std::int64_t e) {
+      std::vector<typename Op::Acc> acc(static_cast<std::size_t>(kChunk));
+      for (std::int64_t task = b; task < e; ++task) {
+        const std::int64_t row = task / chunks_per_row;
+        const std::int64_t j0 = (task % chunks_per_row) * kChunk, j1 = std::min(len, j0 + kChunk);
+        std::int64_t in_off = 0, out_off = 0;
+        output_offsets(s, row * len, in_off, out_off);
+        std::fill(acc.begin(), acc.end(), op.init());
+        const Loop red = reduced_loop(in_base + in_off * static_cast<std::int64_t>(isz) + j0 * in_step);
+        const std::int64_t n_j = j1 - j0;
+        run_range(red, 0, s.num_red, [&](char** p, const std::int64_t* st, std::int64_t n) {
+          for (std::int64_t i = 0; i < n; ++i) {
+            const char* at = p[0] + i * st[0];
+            if (in_step == static_cast<std::int64_t>(sizeof(T))) {
+              const T* x = reinterpret_cast<const T*>(at);
+              for (std::int64_t j = 0; j < n_j; ++j) acc[static_cast<std::size_t>(j)] = op.combine(acc[static_cast<std::size_t>(j)], x[j]);
+            } else {
+              for (std::int64_t j = 0; j < n_j; ++j) {
+                acc[static_cast<std::size_t>(j)] = op.combine(acc[static_cast<std::size_t>(j)], load<T>(at + j * in_step));
+              }
+            }
+          }
+        });
+        char* o = out_base + out_off * static_cast<std::int64_t>(sizeof(O)) + j0 * out_step;
+        for (std::int64_t j = 0; j < n_j; ++j) store<O>(o + j * out_step, finish(acc[static_cast<std::size_t>(j)], s.num_red));
+      }
+    });
+    return;
+  }
   if (s.num_out >= num_threads() && s.num_out * s.num_red >= kParallelGrain) {
     const std::int64_t grain = std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(1, s.num_red));
     parallel_for(s.num_out, grain, [&](std::int64_t b, std::int64_t e) {
