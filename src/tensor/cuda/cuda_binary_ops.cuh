@@ -75,7 +75,8 @@ struct FloorDiv {
     if constexpr (std::is_integral_v<C>) {
       if (b == 0) return 0;
       if constexpr (std::is_signed_v<C>) {
-        if (b == C(-1)) return static_cast<C>(C(0) - a);
+        // MIN / -1 overflows: negate with wrap-around, as the CPU does.
+        if (b == C(-1)) return static_cast<C>(std::make_unsigned_t<C>(0) - static_cast<std::make_unsigned_t<C>>(a));
         C q = static_cast<C>(a / b);
         if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
         return q;

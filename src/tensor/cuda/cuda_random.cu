@@ -4,11 +4,13 @@
 //
 // Note [No FMA contraction]: nvcc fuses a + b * c into one fused
 // multiply-add by default, which rounds once where the CPU (x86-64 without
-// -mfma) rounds twice. The scaled draws below therefore use __dmul_rn /
-// __dadd_rn, which are never contracted.
+// -mfma, ISO C++ mode: no contraction) rounds twice. This file is therefore
+// compiled with --fmad=false (CMakeLists.txt), so that random_element's
+// `low + (high - low) * u` rounds like the CPU; iota spells its product and
+// sum with __dmul_rn / __dadd_rn as well, which are never contracted.
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
-#include "genesis/tensor/philox.h"
+#include "genesis/tensor/random_element.h"
 
 namespace genesis::kernels::cuda_impl {
 namespace {
@@ -28,33 +30,12 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Element i is random_element<T>(p, i), the CPU's own definition.
 template <typename T>
 __global__ void __launch_bounds__(kThreads) random_kernel(T* out, std::int64_t n, RandomParams p) {
-  const std::uint64_t range = static_cast<std::uint64_t>(p.int_high) - static_cast<std::uint64_t>(p.int_low);
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const philox::Block blk = philox::element_block(p.seed, p.offset, static_cast<std::uint64_t>(i));
-    if constexpr (std::is_same_v<T, bool>) {
-      out[i] = false;  // the tensor layer never asks for random bools (CPU does the same)
-    } else if (p.kind == RandomKind::kInteger) {
-      out[i] = cast<T>(philox::integer(blk, p.int_low, range));
-    } else if constexpr (std::is_same_v<T, double>) {
-      out[i] = p.kind == RandomKind::kUniform
-                   ? __dadd_rn(p.low, __dmul_rn(p.high - p.low, philox::uniform_double(blk)))
-                   : __dadd_rn(p.low, __dmul_rn(p.high, philox::normal_double(blk)));
-    } else if constexpr (!std::is_integral_v<T>) {
-      if (p.kind == RandomKind::kUniform) {
-        const float u = philox::uniform_float(blk);
-        const double v = __dadd_rn(p.low, __dmul_rn(p.high - p.low, static_cast<double>(u)));
-        T r = cast<T>(v);
-        if (static_cast<double>(static_cast<float>(r)) >= p.high && p.high > p.low) r = cast<T>(p.low);
-        out[i] = r;
-      } else {
-        out[i] = cast<T>(__dadd_rn(p.low, __dmul_rn(p.high, philox::normal_double(blk))));
-      }
-    } else {
-      out[i] = T{};
-    }
+    out[i] = random_element<T>(p, static_cast<std::uint64_t>(i));
   }
 }
 
