@@ -94,15 +94,36 @@ class LaunchScope {
 
 inline constexpr int kThreads = 256;
 
-/// Blocks for a grid-stride kernel over `work` items of kThreads each: enough
-/// to fill every SM several times (memory-bound kernels need many bytes in
-/// flight), never more than the work needs.
-inline unsigned grid_for(std::int64_t work_items, int threads = kThreads) {
-  static const int max_blocks = [] {
-    int dev = 0, sms = 132;
-    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    return sms * 16;  // 16 x 256 threads = 2 full SMs' worth of warps each
+inline int sm_count() {
+  static const int sms = [] {
+    int dev = 0, n = 132;
+    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
+    return n;
   }();
+  return sms;
+}
+
+/// Resident blocks per SM of a kernel launched with `threads` threads
+/// (queried once per kernel; 1 if the query fails).
+template <auto Kernel, int kBlockThreads = 256>
+int blocks_per_sm() {
+  static const int n = [] {
+    int v = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, Kernel, kBlockThreads, 0) != cudaSuccess || v < 1) {
+      (void)cudaGetLastError();
+      v = 1;
+    }
+    return v;
+  }();
+  return n;
+}
+
+/// Blocks for a grid-stride kernel over `work_items` items of `threads`
+/// each: never more than the work needs, and at most one full wave of
+/// resident blocks (`per_sm` per SM): every block then loops over an equal
+/// share, and no second, partly filled wave leaves the GPU half idle.
+inline unsigned grid_for(std::int64_t work_items, int per_sm = 8, int threads = kThreads) {
+  const std::int64_t max_blocks = static_cast<std::int64_t>(sm_count()) * per_sm;
   const std::int64_t need = (work_items + threads - 1) / threads;
   if (need < 1) return 1;
   return static_cast<unsigned>(need < max_blocks ? need : max_blocks);

@@ -176,18 +176,20 @@ void launch_elementwise(cudaStream_t stream, F f, const StridedOperand* const* o
   }
   if (flat && n >= V) {
     const std::int64_t packs = n / V;
-    std::int64_t blocks_needed = (packs + kThreads * kFlatUnroll - 1) / (kThreads * kFlatUnroll);
-    // The tail (< V elements) is handled by threads of block 0..; one block
+    const std::int64_t blocks_needed = (packs + kThreads * kFlatUnroll - 1) / (kThreads * kFlatUnroll);
+    // The tail (< V elements) is handled by threads of block 0; one block
     // has kThreads >= V threads, so any grid covers it.
-    unsigned grid = grid_for(blocks_needed * kThreads);
+    const unsigned grid = grid_for(blocks_needed * kThreads, blocks_per_sm<ew_flat_kernel<E, O, T0, T1, T2>>());
     ew_flat_kernel<E, O, T0, T1, T2><<<grid, kThreads, 0, stream>>>(e, n);
     GENESIS_CUDA_CHECK_LAUNCH();
     return;
   }
-  const unsigned grid = grid_for((n + kStridedUnroll - 1) / kStridedUnroll);
+  const std::int64_t items = (n + kStridedUnroll - 1) / kStridedUnroll;
   if (fits_int32(n)) {
+    const unsigned grid = grid_for(items, blocks_per_sm<ew_strided_kernel<std::uint32_t, E, O, T0, T1, T2>>());
     ew_strided_kernel<std::uint32_t, E, O, T0, T1, T2><<<grid, kThreads, 0, stream>>>(e, it, static_cast<std::uint32_t>(n));
   } else {
+    const unsigned grid = grid_for(items, blocks_per_sm<ew_strided_kernel<std::uint64_t, E, O, T0, T1, T2>>());
     ew_strided_kernel<std::uint64_t, E, O, T0, T1, T2><<<grid, kThreads, 0, stream>>>(e, it, static_cast<std::uint64_t>(n));
   }
   GENESIS_CUDA_CHECK_LAUNCH();

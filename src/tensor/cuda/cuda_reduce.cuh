@@ -366,12 +366,7 @@ void launch_reduce(const LaunchScope& scope, int device, const StridedOperand& o
     g.red.sizes[0] = 1;
     g.red.strides[0][0] = 0;
   }
-  static const int sms = [] {
-    int dev = 0, n = 132;
-    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
-    return n;
-  }();
-  const std::int64_t target_blocks = static_cast<std::int64_t>(sms) * 8;
+  const int sms = sm_count();
   const char* in_ptr = static_cast<const char*>(in.data);
   char* out_ptr = static_cast<char*>(out.data);
 
@@ -383,6 +378,10 @@ void launch_reduce(const LaunchScope& scope, int device, const StridedOperand& o
   std::int64_t inner = 0, tiles = 0;
   constexpr int kColV = (16 / sizeof(T)) < (32 / sizeof(Acc)) ? static_cast<int>(16 / sizeof(T)) : static_cast<int>(32 / sizeof(Acc));
   constexpr int kColVec = kColV < 1 ? 1 : kColV;
+  constexpr std::int64_t V = 16 / sizeof(T);
+  int tx = 32, ty = 8;
+  bool row_vec = false;
+  int per_sm = 1;  // resident blocks per SM of the chosen kernel
   if (columns) {
     inner = g.kept.sizes[kin_inner];
     bool vec_ok = kColVec > 1 && inner % kColVec == 0 && aligned_to(in_ptr, kColVec * sizeof(T));
@@ -391,28 +390,27 @@ void launch_reduce(const LaunchScope& scope, int device, const StridedOperand& o
     vec = vec_ok ? kColVec : 1;
     tiles = (inner + kColX * vec - 1) / (kColX * vec);
     blocks_x = (g.num_out / inner) * tiles;
-  }
-  int tx = 32, ty = 8;
-  bool row_vec = false;
-  if (!columns) {
+    per_sm = vec > 1 ? blocks_per_sm<reduce_cols_kernel<Op, kColVec>>() : blocks_per_sm<reduce_cols_kernel<Op, 1>>();
+  } else {
     tx = g.num_red >= 2048 ? 256 : g.num_red >= 512 ? 128 : g.num_red >= 128 ? 64 : 32;
     ty = kRowThreads / tx;
     blocks_x = (g.num_out + ty - 1) / ty;
-  }
-  // Splits of the reduced range when the outputs alone do not fill the GPU.
-  const std::int64_t min_chunk = columns ? 64 : static_cast<std::int64_t>(tx) * 16;
-  std::int64_t splits = 1;
-  if (blocks_x < target_blocks && g.num_red > min_chunk) {
-    splits = std::min<std::int64_t>((target_blocks + blocks_x - 1) / blocks_x, (g.num_red + min_chunk - 1) / min_chunk);
-    splits = std::min<std::int64_t>(splits, 65535);
-  }
-  constexpr std::int64_t V = 16 / sizeof(T);
-  g.chunk = (g.num_red + splits - 1) / splits;
-  if (!columns) {
     row_vec = g.red.ndim == 1 && g.red.strides[0][0] == isz && aligned_to(in_ptr, V * sizeof(T));
     for (int d = 0; d < g.kept.ndim && row_vec; ++d) row_vec = g.kept.strides[0][d] % (V * isz) == 0;
-    if (row_vec) g.chunk = (g.chunk + V - 1) / V * V;
+    per_sm = row_vec ? blocks_per_sm<reduce_rows_kernel<Op, true>>() : blocks_per_sm<reduce_rows_kernel<Op, false>>();
   }
+  // Splits of the reduced range when the outputs alone do not fill the GPU:
+  // as many as fit in ONE wave of resident blocks (rounding up would leave
+  // a second, nearly empty wave as long as the first).
+  const std::int64_t wave = static_cast<std::int64_t>(sms) * per_sm;
+  const std::int64_t min_chunk = columns ? 64 : static_cast<std::int64_t>(tx) * 16;
+  std::int64_t splits = 1;
+  if (blocks_x < wave && g.num_red > min_chunk) {
+    splits = std::min<std::int64_t>(std::max<std::int64_t>(1, wave / blocks_x), (g.num_red + min_chunk - 1) / min_chunk);
+    splits = std::min<std::int64_t>(splits, 65535);
+  }
+  g.chunk = (g.num_red + splits - 1) / splits;
+  if (row_vec) g.chunk = (g.chunk + V - 1) / V * V;
   if (g.chunk < 1) g.chunk = 1;
   splits = (g.num_red + g.chunk - 1) / g.chunk;
   if (splits < 1) splits = 1;
