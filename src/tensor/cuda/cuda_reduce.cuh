@@ -33,8 +33,9 @@ template <typename T>
 using sum_acc_t = std::conditional_t<std::is_integral_v<T>, std::int64_t,
                                      std::conditional_t<kIsHalfLike<T>, float, double>>;
 
-// Result stored as T, or as int64 when the output is int64 and T is not
-// (sum/prod of integers); out_is_int64 is uniform across the grid.
+// Result stored as the op's output type O (the input type, or bool for
+// any/all), or as int64 when the output is int64 and O is not (sum/prod of
+// bool and integers); out_is_int64 is uniform across the grid.
 template <typename T, typename Acc>
 __device__ __forceinline__ void store_result(char* p, bool out_is_int64, Acc v) {
   if constexpr (!std::is_same_v<T, std::int64_t>) {
@@ -73,6 +74,7 @@ __device__ __forceinline__ A int_lowest() {
 template <typename T>
 struct RSum {
   using In = T;
+  using Out = T;  // or int64 (ReduceGeom::out_is_int64)
   using Acc = sum_acc_t<T>;
   static constexpr bool kMean = false;
   __device__ Acc init() const { return Acc(0); }
@@ -95,6 +97,7 @@ struct RMean : RSum<T> {
 template <typename T>
 struct RProd {
   using In = T;
+  using Out = T;  // or int64 (ReduceGeom::out_is_int64)
   using Acc = sum_acc_t<T>;
   __device__ Acc init() const { return Acc(1); }
   __device__ Acc combine(Acc a, T x) const { return merge(a, static_cast<Acc>(static_cast<compute_t<T>>(x))); }
@@ -108,6 +111,7 @@ struct RProd {
 template <typename T, bool kMax>
 struct RMinMax {
   using In = T;
+  using Out = T;  // or int64 (ReduceGeom::out_is_int64)
   using Acc = compute_t<T>;
   __device__ Acc init() const {
     if constexpr (std::is_same_v<Acc, bool>) return !kMax;
@@ -129,6 +133,7 @@ struct RMinMax {
 template <typename T, bool kAny>
 struct RAnyAll {
   using In = T;
+  using Out = bool;
   using Acc = bool;
   __device__ Acc init() const { return !kAny; }
   __device__ Acc combine(Acc a, T x) const { return merge(a, cast<bool>(x)); }
@@ -238,7 +243,7 @@ __global__ void __launch_bounds__(kRowThreads)
     } else {
       std::int64_t kept_off[2];
       iter_offsets<std::int64_t, 2>(g.kept, o, kept_off);
-      store_result<T>(out + kept_off[1], g.out_is_int64, op.finish(acc, g.num_red));
+      store_result<typename Op::Out>(out + kept_off[1], g.out_is_int64, op.finish(acc, g.num_red));
     }
   }
 }
@@ -302,7 +307,7 @@ __global__ void __launch_bounds__(kColX* kColY)
       } else {
         std::int64_t kept_off[2];
         iter_offsets<std::int64_t, 2>(g.kept, o, kept_off);
-        store_result<T>(out + kept_off[1], g.out_is_int64, op.finish(a, g.num_red));
+        store_result<typename Op::Out>(out + kept_off[1], g.out_is_int64, op.finish(a, g.num_red));
       }
     }
   }
@@ -324,7 +329,7 @@ __global__ void __launch_bounds__(256) reduce_partials_kernel(const typename Op:
   if (lane == 0) {
     std::int64_t kept_off[2];
     iter_offsets<std::int64_t, 2>(g.kept, o, kept_off);
-    store_result<T>(out + kept_off[1], g.out_is_int64, op.finish(acc, g.num_red));
+    store_result<typename Op::Out>(out + kept_off[1], g.out_is_int64, op.finish(acc, g.num_red));
   }
 }
 
@@ -352,7 +357,7 @@ void launch_reduce(const LaunchScope& scope, int device, const StridedOperand& o
   }
   {
     const std::int64_t* st[2] = {kin, kout};
-    const std::size_t is[2] = {sizeof(T), g.out_is_int64 ? 8 : sizeof(T)};
+    const std::size_t is[2] = {sizeof(T), dtype_size(out.dtype)};
     g.kept = make_iter<2>(kn, ksz, st, is);
     const std::int64_t* rs[1] = {rin};
     const std::size_t ris[1] = {sizeof(T)};
