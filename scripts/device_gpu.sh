@@ -14,10 +14,11 @@
 #   summary.txt    the table printed at the end
 #   <test>.xml     GoogleTest XML reports, only with GENESIS_GTEST_XML=1
 #   copy.log       bench/torch_copy_bench (storage copies, Genesis and PyTorch)
+#   tensor.log     bench/torch_tensor_bench (tensor ops, Genesis and PyTorch)
 # (Few files on purpose: some GPU runners only bring back a handful.)
 #
 # GENESIS_DEVICE_STAGES (comma list, default all) picks the stages after the
-# build: tests, sanitizer, bench, replay, copy. GENESIS_SANITIZER_FILTER is
+# build: tests, sanitizer, bench, replay, copy, tensor. GENESIS_SANITIZER_FILTER is
 # the gtest filter for the compute-sanitizer run (default: everything but the
 # exhaustive suites, which take minutes under memcheck).
 # Every stage runs even if an earlier one failed (as far as it can); the exit
@@ -38,7 +39,7 @@ done
 export PATH
 
 STAGES=(); RESULTS=(); NOTES=()
-WANT="${GENESIS_DEVICE_STAGES:-tests,sanitizer,bench,replay,copy}"
+WANT="${GENESIS_DEVICE_STAGES:-tests,sanitizer,bench,replay,copy,tensor}"
 want() { [[ ",$WANT," == *",$1,"* ]]; }
 SAN_FILTER="${GENESIS_SANITIZER_FILTER:--*Exhaustive*}"
 record() { STAGES+=("$1"); RESULTS+=("$2"); NOTES+=("${3:-}"); echo "[$1] $2 ${3:-}"; }
@@ -126,7 +127,8 @@ elif [[ ! -x "$BUILD/genesis_gpu_tests" ]]; then
 # The exhaustive suites (GpuConvertExhaustive: all 2^32 float32 inputs) run
 # the same kernels as the others on far more data: seconds natively, very
 # long under memcheck, so SAN_FILTER leaves them out.
-elif "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 86 "$BUILD/genesis_gpu_tests" \
+# GENESIS_GPU_TEST_QUICK=1: the tensor-kernel suites skip their large shapes.
+elif GENESIS_GPU_TEST_QUICK=1 "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 86 "$BUILD/genesis_gpu_tests" \
        --gtest_filter="$SAN_FILTER" 2>&1 | tee "$OUT/sanitizer.log"; then
   record sanitizer PASS
 else
@@ -197,6 +199,17 @@ elif [[ -x "$BUILD/torch_copy_bench" ]]; then
 else
   echo "torch_copy_bench not built" | tee "$OUT/copy.log"
   record copy FAIL "torch_copy_bench not built"
+fi
+
+# ---------------------------------------------------------------- tensor ---
+log "tensor: bench/torch_tensor_bench (tensor ops vs PyTorch)"
+if ! want tensor; then
+  echo "skipped (GENESIS_DEVICE_STAGES=$WANT)"
+elif [[ -x "$BUILD/torch_tensor_bench" ]]; then
+  if "$BUILD/torch_tensor_bench" 2>&1 | tee "$OUT/tensor.log"; then record tensor PASS; else record tensor FAIL "see tensor.log"; fi
+else
+  echo "torch_tensor_bench not built" | tee "$OUT/tensor.log"
+  record tensor FAIL "torch_tensor_bench not built"
 fi
 
 # --------------------------------------------------------------- summary ---

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -331,6 +332,21 @@ std::string compare_buffers(DType t, const std::vector<unsigned char>& expected,
     EXPECT_TRUE(genesis_diff_.empty()) << what << ": " << genesis_diff_;                                    \
   } while (0)
 
+// GENESIS_GPU_TEST_QUICK=1 (set for compute-sanitizer runs) skips the large
+// shapes: under memcheck every launch and allocation is far slower.
+bool quick() {
+  static const bool q = [] {
+    const char* v = std::getenv("GENESIS_GPU_TEST_QUICK");
+    return v != nullptr && *v != '\0' && *v != '0';
+  }();
+  return q;
+}
+bool skip_large(const std::vector<std::int64_t>& sizes) {
+  std::int64_t n = 1;
+  for (std::int64_t s : sizes) n *= s;
+  return quick() && n > 20000;
+}
+
 std::string describe(const char* op, DType t, Layout l, const std::vector<std::int64_t>& sizes) {
   std::ostringstream os;
   os << op << " dtype=" << dtype_name(t) << " layout=" << layout_name(l) << " sizes=[";
@@ -362,6 +378,7 @@ class GpuKernels : public ::testing::Test {
 TEST_F(GpuKernels, Fill) {
   for (DType t : kAllDTypes) {
     for (const auto& sz : shapes()) {
+      if (skip_large(sz)) continue;
       for (Layout l : kOutLayouts) {
         for (Scalar value : {Scalar(true), Scalar(std::int64_t{-3}), Scalar(2.75), Scalar(1e10), Scalar(NAN)}) {
           View out = make_view(t, sz, l, false);
@@ -381,6 +398,7 @@ TEST_F(GpuKernels, CopyEveryDTypePair) {
   for (DType dt : kAllDTypes) {
     for (DType st : kAllDTypes) {
       for (const auto& sz : sz_list) {
+        if (skip_large(sz)) continue;
         for (Layout sl : kInLayouts) {
           for (Layout dl : {Layout::kContiguous, Layout::kNegative, Layout::kMisaligned}) {
             View src = make_view(st, sz, sl);
@@ -402,6 +420,7 @@ TEST_F(GpuKernels, CopyTransposePath) {
   const std::vector<std::vector<std::int64_t>> sz_list = {{64, 64}, {67, 45}, {1000, 33}, {3, 40, 50}, {2, 129, 257}, {16, 2048}};
   for (DType t : {DType::kUInt8, DType::kFloat16, DType::kFloat32, DType::kFloat64, DType::kInt64}) {
     for (const auto& sz : sz_list) {
+        if (skip_large(sz)) continue;
       for (Layout dl : {Layout::kContiguous, Layout::kMisaligned}) {
         View src = make_view(t, sz, Layout::kTransposed);
         View dst = make_view(t, sz, dl, false);
@@ -437,6 +456,7 @@ TEST_F(GpuKernels, Iota) {
   for (DType t : kAllDTypes) {
     if (t == DType::kBool) continue;
     for (std::int64_t n : {0, 1, 17, 100001}) {
+      if (skip_large({n})) continue;
       for (auto [start, step] : {std::pair<Scalar, Scalar>{Scalar(std::int64_t{-5}), Scalar(std::int64_t{3})},
                                  std::pair<Scalar, Scalar>{Scalar(0.5), Scalar(0.1)},
                                  std::pair<Scalar, Scalar>{Scalar(1e6), Scalar(-0.37)}}) {
@@ -456,6 +476,7 @@ TEST_F(GpuKernels, RandomSameSeedSameNumbers) {
     for (kernels::RandomKind kind : {kernels::RandomKind::kUniform, kernels::RandomKind::kNormal, kernels::RandomKind::kInteger}) {
       if (kind != kernels::RandomKind::kInteger && !is_floating(t)) continue;
       for (std::int64_t n : {0, 1, 1000, 300007}) {
+        if (skip_large({n})) continue;
         kernels::RandomParams p;
         p.kind = kind;
         p.seed = 0x1234567890abcdefull;
@@ -497,6 +518,7 @@ TEST_F(GpuKernels, Unary) {
       const bool exact = op == UnaryOp::kNeg || op == UnaryOp::kAbs || op == UnaryOp::kRelu ||
                          op == UnaryOp::kLogicalNot || op == UnaryOp::kSqrt;
       for (const auto& sz : sz_list) {
+        if (skip_large(sz)) continue;
         for (Layout il : kInLayouts) {
           View in = make_view(t, sz, il);
           View out = make_view(ot, sz, Layout::kContiguous, false);
@@ -547,6 +569,7 @@ TEST_F(GpuKernels, Binary) {
       const DType ot = kernels::is_comparison(op) ? DType::kBool : t;
       const Tol tol = (op == BinaryOp::kPow && is_floating(t)) ? Tol::kLibm : Tol::kExact;
       for (const auto& sz : sz_list) {
+        if (skip_large(sz)) continue;
         for (auto [la, lb] : pairs) {
           // pow with integers: small non-negative exponents keep it meaningful.
           const bool positive_b = op == BinaryOp::kPow && !is_floating(t);
@@ -575,6 +598,7 @@ TEST_F(GpuKernels, Where) {
   const std::vector<std::vector<std::int64_t>> sz_list = {{0}, {7}, {33, 65}, {100003}};
   for (DType t : kAllDTypes) {
     for (const auto& sz : sz_list) {
+        if (skip_large(sz)) continue;
       for (auto [la, lb] : {std::pair{Layout::kContiguous, Layout::kContiguous}, std::pair{Layout::kScalar, Layout::kNegative},
                             std::pair{Layout::kBroadcast, Layout::kScalar}, std::pair{Layout::kTransposed, Layout::kMisaligned}}) {
         View c = make_view(DType::kBool, sz, la == Layout::kScalar ? Layout::kStrided : la);
@@ -628,6 +652,7 @@ TEST_F(GpuKernels, Reduce) {
       if (op == ReduceOp::kMean && !is_floating(t)) continue;
       const DType ot = reduce_out_dtype(op, t);
       for (const Case& c : cases) {
+        if (skip_large(c.sizes)) continue;
         bool empty = false;
         for (int d : c.reduced) empty |= c.sizes[static_cast<std::size_t>(d)] == 0;
         if (empty && (op == ReduceOp::kMax || op == ReduceOp::kMin)) continue;
@@ -668,6 +693,7 @@ TEST_F(GpuKernels, ArgReduce) {
   for (ArgReduceOp op : {ArgReduceOp::kMax, ArgReduceOp::kMin}) {
     for (DType t : kAllDTypes) {
       for (const auto& [sz, dim] : cases) {
+        if (skip_large(sz)) continue;
         for (Layout il : {Layout::kContiguous, Layout::kTransposed, Layout::kNegative}) {
           for (bool with_values : {true, false}) {
             View in = make_view(t, sz, il);
@@ -836,6 +862,7 @@ TEST_F(GpuKernels, Scatter) {
 TEST_F(GpuKernels, Nonzero) {
   const std::vector<std::vector<std::int64_t>> sz_list = {{0}, {1}, {1000}, {33, 65}, {2, 3, 17}, {1000, 1003}};
   for (const auto& sz : sz_list) {
+        if (skip_large(sz)) continue;
     for (Layout ml : {Layout::kContiguous, Layout::kTransposed, Layout::kNegative, Layout::kStrided}) {
       View mask = make_view(DType::kBool, sz, ml);
       // The count, as the tensor layer computes it (kSum on the CPU copy).
