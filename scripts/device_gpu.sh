@@ -14,7 +14,8 @@
 #   summary.txt    the table printed at the end
 #   <test>.xml     GoogleTest XML reports, only with GENESIS_GTEST_XML=1
 #   copy.log       bench/torch_copy_bench (storage copies, Genesis and PyTorch)
-#   tensor.log     bench/torch_tensor_bench (tensor ops, Genesis and PyTorch)
+#                  then bench/torch_tensor_bench (tensor ops), appended (stage
+#                  "tensor"; one file for both: the runner brings back few)
 # (Few files on purpose: some GPU runners only bring back a handful.)
 #
 # GENESIS_DEVICE_STAGES (comma list, default all) picks the stages after the
@@ -206,9 +207,9 @@ log "tensor: bench/torch_tensor_bench (tensor ops vs PyTorch)"
 if ! want tensor; then
   echo "skipped (GENESIS_DEVICE_STAGES=$WANT)"
 elif [[ -x "$BUILD/torch_tensor_bench" ]]; then
-  if "$BUILD/torch_tensor_bench" 2>&1 | tee "$OUT/tensor.log"; then record tensor PASS; else record tensor FAIL "see tensor.log"; fi
+  if "$BUILD/torch_tensor_bench" 2>&1 | tee -a "$OUT/copy.log"; then record tensor PASS; else record tensor FAIL "see copy.log"; fi
 else
-  echo "torch_tensor_bench not built" | tee "$OUT/tensor.log"
+  echo "torch_tensor_bench not built" | tee -a "$OUT/copy.log"
   record tensor FAIL "torch_tensor_bench not built"
 fi
 
