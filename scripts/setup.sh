@@ -16,12 +16,13 @@ BUILD_DIR="${GENESIS_BUILD_DIR:-$ROOT/build}"
 JOBS="$(nproc 2>/dev/null || echo 2)"
 
 # Debian packages Genesis needs to build and test (compilers, CMake/Ninja,
-# GoogleTest, tool/bench/python dependencies).
+# GoogleTest, tool/bench/python dependencies; python3-hypothesis runs the
+# Python property tests, python3-matplotlib draws memory timelines).
 PACKAGES=(
   build-essential cmake ninja-build git pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
-  pybind11-dev python3-dev python3-numpy python3-pytest
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-hypothesis python3-matplotlib
   clang-14 libclang-rt-14-dev
   libopenblas-dev
 )

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "device_index.h"
@@ -69,6 +71,63 @@ std::pair<int, int> priority_range(int device) {
   return {least, greatest};
 }
 
+#if GENESIS_WITH_CUDA
+namespace {
+
+// Note [Streams are recycled, never destroyed]: memory used on a stream keeps
+// that stream's handle (record_stream), and cached blocks are keyed by it; the
+// caching allocator records an event on the stream when such a block is
+// freed, possibly long after the Stream object that made the stream is gone.
+// Recording on a destroyed stream is undefined behaviour (a crash inside the
+// driver, seen on the H200 when a Python test dropped its stream before its
+// storage). So a created stream is never destroyed: when its last Stream
+// copy goes it returns to a free list, and the next create() with the same
+// device, priority and flags takes it again. PyTorch's stream pools make the
+// same trade; here streams are only as many as were alive at once.
+struct RecycledStream {
+  cudaStream_t stream;
+  int device;
+  int priority;
+  bool non_blocking;
+};
+
+std::mutex& recycle_mutex() {
+  static auto* m = new std::mutex();  // leaked: Stream copies may die during static destruction
+  return *m;
+}
+std::vector<RecycledStream>& recycled() {
+  static auto* v = new std::vector<RecycledStream>();
+  return *v;
+}
+
+cudaStream_t take_recycled_stream(int device, int priority, bool non_blocking) {
+  std::lock_guard lock(recycle_mutex());
+  auto& v = recycled();
+  // Most recently dropped first (LIFO): its work is the most likely to be
+  // cached near the blocks the new owner will reuse.
+  for (auto it = v.rbegin(); it != v.rend(); ++it) {
+    if (it->device == device && it->priority == priority && it->non_blocking == non_blocking) {
+      cudaStream_t s = it->stream;
+      v.erase(std::next(it).base());
+      return s;
+    }
+  }
+  return nullptr;
+}
+
+void recycle_stream(cudaStream_t s, int device, int priority, bool non_blocking) noexcept {
+  try {
+    std::lock_guard lock(recycle_mutex());
+    recycled().push_back({s, device, priority, non_blocking});
+  } catch (...) {
+    // Out of memory for the list: keep the stream alive anyway (leaked), which
+    // is always safe; destroying it is not.
+  }
+}
+
+}  // namespace
+#endif
+
 Stream Stream::create(int device, int priority, bool non_blocking) {
   device = GENESIS_RESOLVE_DEVICE(device, "Stream::create()");
   const auto [least, greatest] = priority_range(device);
@@ -76,16 +135,15 @@ Stream Stream::create(int device, int priority, bool non_blocking) {
                 " is outside the range of device ", device, ": from ", least, " (least urgent) to ", greatest,
                 " (most urgent)");
 #if GENESIS_WITH_CUDA
-  cudaStream_t s = nullptr;
-  {
+  cudaStream_t s = take_recycled_stream(device, priority, non_blocking);
+  if (s == nullptr) {
     DeviceGuard guard(device);  // a stream belongs to the device current at creation
     GENESIS_CUDA_CHECK(cudaStreamCreateWithPriority(
         &s, non_blocking ? cudaStreamNonBlocking : cudaStreamDefault, priority));
   }
   // If the control block cannot be allocated, shared_ptr calls the deleter.
-  std::shared_ptr<void> owner(static_cast<void*>(s), [](void* p) noexcept {
-    // At exit the runtime may be unloading; the stream then dies with it.
-    if (cudaStreamDestroy(static_cast<cudaStream_t>(p)) != cudaSuccess) (void)cudaGetLastError();
+  std::shared_ptr<void> owner(static_cast<void*>(s), [device, priority, non_blocking](void* p) noexcept {
+    recycle_stream(static_cast<cudaStream_t>(p), device, priority, non_blocking);
   });
   return Stream(reinterpret_cast<memory::StreamId>(s), device, priority, std::move(owner));
 #else

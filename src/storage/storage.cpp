@@ -52,6 +52,15 @@ void StorageImpl::release_memory() noexcept {
     } else if (deleter_) {
       deleter_(data_);
     }
+  } catch (const CudaError& e) {
+    // CUDA already shut down (a storage released while the process exits,
+    // after the runtime's own exit handlers): the memory is gone with the
+    // context, nothing to report.
+    constexpr int kCudartUnloading = 4, kDeviceUninitialized = 201, kContextIsDestroyed = 709;
+    if (e.code() != kCudartUnloading && e.code() != kDeviceUninitialized && e.code() != kContextIsDestroyed) {
+      std::fprintf(stderr, "genesis: releasing a %zu-byte storage on %s failed: %s\n", nbytes_,
+                   device_.str().c_str(), e.what());
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "genesis: releasing a %zu-byte storage on %s failed: %s\n", nbytes_,
                  device_.str().c_str(), e.what());

@@ -107,6 +107,10 @@ Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, TensorOp
   return random_tensor(shape, options, p, "randint");
 }
 
+Tensor from_storage_view(const StorageView& view) {
+  return Tensor(view.base(), view.shape(), view.stride(), view.offset());
+}
+
 Tensor from_blob_copy(const void* data, DType src_dtype, const Shape& shape, std::optional<DType> dtype,
                       Device device) {
   const std::int64_t n = detail::shape_numel(shape);

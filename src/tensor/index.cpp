@@ -319,13 +319,15 @@ Tensor index(const Tensor& x, const std::vector<IndexItem>& items) {
   return out;
 }
 
-void index_put(Tensor& x, const std::vector<IndexItem>& items, const Tensor& value_in) {
+void index_put(Tensor& x, const std::vector<IndexItem>& items, const Tensor& value_in, bool accumulate) {
   detail::check_defined(value_in, "index_put");
   detail::check_no_internal_overlap(x, "index_put");
   const IndexPlan plan = plan_index_put(x, items, false);
   if (plan.kind == IndexKind::kCopy) {  // copy_ handles casts, broadcasting and overlap
     Tensor view = plan.view;
-    view.copy_(strip_leading_ones(value_in, static_cast<std::size_t>(view.dim())));
+    const Tensor value = strip_leading_ones(value_in, static_cast<std::size_t>(view.dim()));
+    if (accumulate) view.add_(value);
+    else view.copy_(value);
     return;
   }
   Tensor value = strip_leading_ones(value_in, plan.result_shape.size());
@@ -340,31 +342,32 @@ void index_put(Tensor& x, const std::vector<IndexItem>& items, const Tensor& val
   if (detail::shape_numel(plan.result_shape) == 0) return;
   auto fn = detail::kernel_entry(x.device(), &kernels::KernelTable::scatter, "index_put (scatter)");
   const Operands o = operands(plan);
-  fn(detail::kernel_ctx(x.device()), o.restrided, detail::operand(value, plan.result_shape), o.args(), false);
+  fn(detail::kernel_ctx(x.device()), o.restrided, detail::operand(value, plan.result_shape), o.args(), accumulate);
 }
 
-void index_put(Tensor& x, const std::vector<IndexItem>& items, Scalar value) {
+void index_put(Tensor& x, const std::vector<IndexItem>& items, Scalar value, bool accumulate) {
   const IndexPlan plan = plan_index_put(x, items, true);
   if (plan.kind == IndexKind::kFill) {
     Tensor view = plan.view;
-    view.fill_(value);
+    if (accumulate) view.add_(value);
+    else view.fill_(value);
     return;
   }
   if (detail::shape_numel(plan.result_shape) == 0) return;
   auto fn = detail::kernel_entry(x.device(), &kernels::KernelTable::scatter, "index_put (scatter)");
   const Operands o = operands(plan);
   fn(detail::kernel_ctx(x.device()), o.restrided, detail::scalar_operand(value, x.dtype(), plan.result_shape), o.args(),
-     false);
+     accumulate);
 }
 
 Tensor Tensor::operator[](const std::vector<IndexItem>& items) const { return index(*this, items); }
 Tensor Tensor::index_with_tensor(const Tensor& idx) const { return index(*this, {IndexItem(idx)}); }
-Tensor& Tensor::index_put_(const std::vector<IndexItem>& items, const Tensor& value) {
-  index_put(*this, items, value);
+Tensor& Tensor::index_put_(const std::vector<IndexItem>& items, const Tensor& value, bool accumulate) {
+  index_put(*this, items, value, accumulate);
   return *this;
 }
-Tensor& Tensor::index_put_(const std::vector<IndexItem>& items, Scalar value) {
-  index_put(*this, items, value);
+Tensor& Tensor::index_put_(const std::vector<IndexItem>& items, Scalar value, bool accumulate) {
+  index_put(*this, items, value, accumulate);
   return *this;
 }
 

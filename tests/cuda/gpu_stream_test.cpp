@@ -17,6 +17,8 @@
 #include "genesis/cuda/device_properties.h"
 #include "genesis/cuda/runtime.h"
 #include "genesis/cuda/stream.h"
+#include "genesis/memory/caching_allocator.h"
+#include "genesis/memory/device_allocators.h"
 
 namespace genesis::cuda {
 namespace {
@@ -225,6 +227,28 @@ TEST_F(GpuStream, EventsRecordQueryWaitAndTime) {
     on_current.synchronize();
     EXPECT_TRUE(on_current.query());
   }
+}
+
+TEST_F(GpuStream, BlockUsedOnADroppedStreamFreesSafely) {
+  // Note [Streams are recycled, never destroyed]: the allocator records an
+  // event on every stream a block was used on when the block is freed; the
+  // Stream object may be long gone by then (this crashed in the driver when
+  // streams were destroyed with their last copy).
+  memory::CachingAllocator& alloc = memory::cuda_allocator(0);
+  void* p = alloc.allocate(1 << 20);
+  memory::StreamId id = 0;
+  {
+    Stream s = Stream::create(0);
+    id = s.id();
+    alloc.record_stream(p, s.id());
+  }
+  alloc.deallocate(p);  // records an event on the (recycled, still valid) stream
+  Stream again = Stream::create(0);
+  EXPECT_EQ(again.id(), id) << "a dropped stream is handed out again";
+  Stream other = Stream::create(0);
+  EXPECT_NE(other.id(), again.id()) << "live streams are distinct";
+  again.synchronize();
+  synchronize();
 }
 
 TEST_F(GpuStream, EventStaysOnItsDevice) {

@@ -119,6 +119,16 @@ TEST(TensorCreation, MemoryIsPooled) {
   EXPECT_EQ(alloc.stats().allocated_bytes[0].current, before);
 }
 
+TEST(TensorCreation, FromStorageViewSharesMemory) {
+  Storage s = create_storage(std::vector<float>{0, 1, 2, 3, 4, 5}, Device{});
+  StorageView v(s, 1, {2, 2}, {2, 1});
+  Tensor t = from_storage_view(v);
+  EXPECT_EQ(t.tolist<float>(), (std::vector<float>{1, 2, 3, 4}));
+  t.fill_(9);
+  EXPECT_EQ(s.data<float>()[1], 9.0f);
+  EXPECT_EQ(t.data_ptr(), v.data_ptr());
+}
+
 TEST(TensorBackend, CpuTableCompleteCudaTableWithCuda) {
   const auto& cpu = kernels::kernels_for(DeviceType::kCPU);
   EXPECT_NE(cpu.fill, nullptr);

@@ -248,6 +248,13 @@ TEST(IndexPut, DuplicatesOverlapAndErrors) {
   Tensor z = zeros({3});
   z.index_put_({tensor({0, 0, 1})}, tensor({1.0, 2.0, 3.0}));
   EXPECT_EQ(z.tolist<float>(), (std::vector<float>{2, 3, 0}));  // last write wins (CPU)
+  Tensor acc = zeros({3});
+  acc.index_put_({tensor({0, 0, 1, 0})}, tensor({1.0, 2.0, 3.0, 4.0}), true);  // np.add.at
+  EXPECT_EQ(acc.tolist<float>(), (std::vector<float>{7, 3, 0}));
+  acc.index_put_({tensor({2, 2})}, 5, true);
+  EXPECT_EQ(acc.tolist<float>(), (std::vector<float>{7, 3, 10}));
+  acc.index_put_({Slice(0, 2)}, 1, true);
+  EXPECT_EQ(acc.tolist<float>(), (std::vector<float>{8, 4, 10}));
   Tensor a = arange(5);
   a.index_put_({Slice(1, None)}, a[{Slice(None, -1)}]);
   EXPECT_EQ(a.tolist<std::int64_t>(), (V{0, 0, 1, 2, 3}));

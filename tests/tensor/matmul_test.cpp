@@ -68,6 +68,10 @@ TEST(TensorMatmul, HalfAndIntegerDtypes) {
   Tensor i = arange(6).view({2, 3});
   EXPECT_EQ(matmul(i, i.T()).tolist<std::int64_t>(), (std::vector<std::int64_t>{5, 14, 14, 50}));
   EXPECT_EQ(matmul(i.to(DType::kInt32), i.T().to(DType::kInt32)).dtype(), DType::kInt32);
+  // Larger than the parallel grain: rows split across threads.
+  manual_seed(4);
+  Tensor x = randint(-5, 5, {300, 70}), y = randint(-5, 5, {70, 90});
+  EXPECT_TRUE(equal(matmul(x, y), matmul(x.to(DType::kFloat64), y.to(DType::kFloat64)).to(DType::kInt64)));
 }
 
 TEST(TensorMatmul, OutWritesWithoutAllocating) {

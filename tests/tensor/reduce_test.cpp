@@ -103,6 +103,19 @@ TEST(TensorReduce, AnyAllCount) {
   EXPECT_EQ(count_nonzero(tensor({0, 3, 0, 5})).item<std::int64_t>(), 2);
   EXPECT_EQ(nonzero(tensor({{0, 1}, {1, 0}})).tolist<std::int64_t>(), (std::vector<std::int64_t>{0, 1, 1, 0}));
   EXPECT_EQ(nonzero(zeros({3})).shape(), (Shape{0, 1}));
+  // Several chunks (parallel two-pass compaction), strided mask: row-major order.
+  Tensor big = remainder(arange(300000), 7) == 0;
+  Tensor nz = nonzero(big.view({600, 500}).T());  // [500, 600] view
+  ASSERT_EQ(nz.size(0), (300000 + 6) / 7);
+  const auto coords = nz.tolist<std::int64_t>();
+  std::vector<std::int64_t> expected;
+  for (std::int64_t i = 0; i < 500; ++i)
+    for (std::int64_t j = 0; j < 600; ++j)
+      if ((j * 500 + i) % 7 == 0) {
+        expected.push_back(i);
+        expected.push_back(j);
+      }
+  EXPECT_EQ(coords, expected);
 }
 
 TEST(TensorReduce, LargeIsDeterministicAndAccurate) {

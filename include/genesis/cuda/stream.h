@@ -40,10 +40,11 @@ class Event;
 inline constexpr int kCurrentDevice = -1;
 
 /// A CUDA stream on one device: a value type (cheap to copy, compared by
-/// handle and device). A stream made by Stream::create is owned: it is
-/// destroyed when the last copy goes away (the destructor tolerates CUDA
-/// shutting down; work already queued still completes, as with
-/// cudaStreamDestroy). Default and wrapped external streams are not owned.
+/// handle and device). A stream made by Stream::create is owned: when the
+/// last copy goes away the CUDA stream is not destroyed but kept for the next
+/// create() with the same device, priority and flags (Note [Streams are
+/// recycled, never destroyed] in stream.cpp: the caching allocator may still
+/// record events on it). Default and wrapped external streams are not owned.
 ///
 /// Thread safety: a Stream may be copied and used from any thread; the
 /// reference count is atomic.
@@ -101,7 +102,7 @@ class Stream {
   memory::StreamId id_ = 0;
   int device_ = 0;
   int priority_ = 0;
-  std::shared_ptr<void> owner_;  // null unless created by create(); its deleter destroys the stream
+  std::shared_ptr<void> owner_;  // null unless created by create(); its deleter recycles the stream
 };
 
 /// The range of stream priorities of `device` as CUDA reports it: {least,

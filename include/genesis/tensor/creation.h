@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "genesis/storage/storage.h"
+#include "genesis/storage/storage_view.h"
 #include "genesis/tensor/tensor.h"
 
 namespace genesis {
@@ -49,6 +50,9 @@ Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape,
 void manual_seed(std::uint64_t seed);
 /// The current seed.
 std::uint64_t initial_seed();
+
+/// A tensor over a StorageView's elements (zero copy; SPEC S3 -> T1).
+Tensor from_storage_view(const StorageView& view);
 
 /// A tensor of `shape` holding `count` values of `src_dtype` read from host
 /// memory, converted to `dtype` (default: src_dtype), on `device`.

@@ -144,7 +144,10 @@ Tensor index(const Tensor& x, const std::vector<IndexItem>& items);
 /// x[items] = value. The value broadcasts to the indexed shape and is cast
 /// to x's dtype. A value that shares memory with x is copied first, so
 /// x[1:] = x[:-1] behaves as in NumPy.
-void index_put(Tensor& x, const std::vector<IndexItem>& items, const Tensor& value);
-void index_put(Tensor& x, const std::vector<IndexItem>& items, Scalar value);
+/// With `accumulate`, x[items] += value instead, where a position named
+/// several times receives every value (np.add.at / PyTorch's
+/// index_put_(accumulate=True)).
+void index_put(Tensor& x, const std::vector<IndexItem>& items, const Tensor& value, bool accumulate = false);
+void index_put(Tensor& x, const std::vector<IndexItem>& items, Scalar value, bool accumulate = false);
 
 }  // namespace genesis

@@ -274,8 +274,8 @@ class Tensor {
     return index_with_tensor(index);
   }
   /// x[items] = value.
-  Tensor& index_put_(const std::vector<IndexItem>& items, const Tensor& value);
-  Tensor& index_put_(const std::vector<IndexItem>& items, Scalar value);
+  Tensor& index_put_(const std::vector<IndexItem>& items, const Tensor& value, bool accumulate = false);
+  Tensor& index_put_(const std::vector<IndexItem>& items, Scalar value, bool accumulate = false);
 
   // ---------------------------------------------------------- internals ---
   Tensor index_with_tensor(const Tensor& index) const;

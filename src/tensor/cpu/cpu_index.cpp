@@ -1,5 +1,6 @@
 // CPU kernels of advanced indexing: gather, scatter and mask compaction
 // (Note [Advanced indexing] in genesis/tensor/index.h).
+#include <algorithm>
 #include <vector>
 
 #include "cpu_kernels.h"
@@ -73,21 +74,23 @@ void scatter(const KernelContext&, const StridedOperand& dst, const StridedOpera
   });
 }
 
-void nonzero(const KernelContext&, const StridedOperand& out, const StridedOperand& mask) {
-  auto* o = static_cast<std::int64_t*>(out.data);
+namespace {
+
+// Walks mask elements [begin, end) in row-major order with incremental
+// coordinates and offset, calling f(coords) for each true element.
+template <typename F>
+void walk_mask(const StridedOperand& mask, std::int64_t begin, std::int64_t end, F&& f) {
   const int nd = mask.ndim;
-  const std::int64_t total = mask.numel();
-  if (total == 0) return;
-  // Walk the mask in row-major order keeping the coordinates and the
-  // element offset incrementally (no division per element).
   std::int64_t idx[kMaxDims] = {};
-  std::int64_t off = 0, row = 0;
+  std::int64_t off = 0, rest = begin;
+  for (int d = nd - 1; d >= 0; --d) {
+    idx[d] = rest % mask.sizes[d];
+    rest /= mask.sizes[d];
+    off += idx[d] * mask.strides[d];
+  }
   const char* base = static_cast<const char*>(mask.data);
-  for (std::int64_t lin = 0; lin < total; ++lin) {
-    if (load<bool>(base + off)) {
-      for (int d = 0; d < nd; ++d) o[row * nd + d] = idx[d];
-      ++row;
-    }
+  for (std::int64_t lin = begin; lin < end; ++lin) {
+    if (load<bool>(base + off)) f(idx);
     for (int d = nd - 1; d >= 0; --d) {
       off += mask.strides[d];
       if (++idx[d] < mask.sizes[d]) break;
@@ -95,6 +98,38 @@ void nonzero(const KernelContext&, const StridedOperand& out, const StridedOpera
       idx[d] = 0;
     }
   }
+}
+
+}  // namespace
+
+void nonzero(const KernelContext&, const StridedOperand& out, const StridedOperand& mask) {
+  auto* o = static_cast<std::int64_t*>(out.data);
+  const int nd = mask.ndim;
+  const std::int64_t total = mask.numel();
+  if (total == 0) return;
+  // Two passes over fixed chunks: count the true elements of each chunk,
+  // then let each chunk write its rows at the prefix sum of the counts
+  // before it, so the output is in row-major order whatever the threads.
+  constexpr std::int64_t kChunk = std::int64_t{1} << 16;
+  const std::int64_t chunks = (total + kChunk - 1) / kChunk;
+  std::vector<std::int64_t> first_row(static_cast<std::size_t>(chunks) + 1, 0);
+  parallel_for(chunks, 1, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t c = b; c < e; ++c) {
+      std::int64_t n = 0;
+      walk_mask(mask, c * kChunk, std::min(total, (c + 1) * kChunk), [&](const std::int64_t*) { ++n; });
+      first_row[static_cast<std::size_t>(c) + 1] = n;
+    }
+  });
+  for (std::size_t c = 1; c < first_row.size(); ++c) first_row[c] += first_row[c - 1];
+  parallel_for(chunks, 1, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t c = b; c < e; ++c) {
+      std::int64_t row = first_row[static_cast<std::size_t>(c)];
+      walk_mask(mask, c * kChunk, std::min(total, (c + 1) * kChunk), [&](const std::int64_t* idx) {
+        for (int d = 0; d < nd; ++d) o[row * nd + d] = idx[d];
+        ++row;
+      });
+    }
+  });
 }
 
 }  // namespace genesis::kernels::cpu

@@ -1,5 +1,10 @@
 // CPU matmul: cblas sgemm/dgemm (OpenBLAS) for float32/float64, the 16-bit
 // floats through float32 copies, integers with a plain loop.
+//
+// ThreadSanitizer cannot see OpenBLAS's own (uninstrumented) thread pool
+// synchronise, and reports the product's writes as races: run TSan builds
+// with OPENBLAS_NUM_THREADS=1.
+#include <algorithm>
 #include <vector>
 
 #include "cpu_kernels.h"
@@ -19,25 +24,32 @@ struct Mat {
   std::int64_t rs, cs;
 };
 
+// The plain product (integers, and floats without BLAS): rows of the output
+// in parallel, each accumulated in a row buffer (i-k-j order, so b is read
+// along its rows).
 template <typename T, typename Acc>
 void matmul_loop(T* out, Mat<T> a, Mat<T> b, std::int64_t m, std::int64_t n, std::int64_t k) {
-  std::vector<Acc> row(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < m; ++i) {
-    std::fill(row.begin(), row.end(), Acc(0));
-    for (std::int64_t p = 0; p < k; ++p) {
-      const Acc av = static_cast<Acc>(static_cast<compute_t<T>>(a.data[i * a.rs + p * a.cs]));
-      const T* brow = b.data + p * b.rs;
-      for (std::int64_t j = 0; j < n; ++j) {
-        if constexpr (std::is_integral_v<Acc>) {
-          using U = std::make_unsigned_t<Acc>;
-          row[j] = static_cast<Acc>(static_cast<U>(row[j]) + static_cast<U>(av) * static_cast<U>(static_cast<Acc>(brow[j * b.cs])));
-        } else {
-          row[j] += av * static_cast<Acc>(static_cast<compute_t<T>>(brow[j * b.cs]));
+  const std::int64_t grain = std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(1, n * k));
+  parallel_for(m, grain, [&](std::int64_t i0, std::int64_t i1) {
+    std::vector<Acc> row(static_cast<std::size_t>(n));
+    for (std::int64_t i = i0; i < i1; ++i) {
+      std::fill(row.begin(), row.end(), Acc(0));
+      for (std::int64_t p = 0; p < k; ++p) {
+        const Acc av = static_cast<Acc>(static_cast<compute_t<T>>(a.data[i * a.rs + p * a.cs]));
+        const T* brow = b.data + p * b.rs;
+        for (std::int64_t j = 0; j < n; ++j) {
+          if constexpr (std::is_integral_v<Acc>) {
+            using U = std::make_unsigned_t<Acc>;
+            row[j] = static_cast<Acc>(static_cast<U>(row[j]) +
+                                      static_cast<U>(av) * static_cast<U>(static_cast<Acc>(brow[j * b.cs])));
+          } else {
+            row[j] += av * static_cast<Acc>(static_cast<compute_t<T>>(brow[j * b.cs]));
+          }
         }
       }
+      for (std::int64_t j = 0; j < n; ++j) out[i * n + j] = cast<T>(row[j]);
     }
-    for (std::int64_t j = 0; j < n; ++j) out[i * n + j] = cast<T>(row[j]);
-  }
+  });
 }
 
 #if GENESIS_WITH_BLAS

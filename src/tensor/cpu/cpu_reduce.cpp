@@ -75,6 +75,14 @@ struct AnyAllOp {
   Acc merge(Acc a, Acc b) const { return kAny ? (a || b) : (a && b); }
 };
 
+// One accumulator per element of a buffer: a plain struct, because
+// std::vector<bool> packs bits and threads writing neighbouring partial
+// results would race on one word.
+template <typename Acc>
+struct Slot {
+  Acc v;
+};
+
 struct Split {
   int kept_ndim = 0, red_ndim = 0;
   std::int64_t kept_sizes[kMaxDims], kept_in[kMaxDims], kept_out[kMaxDims];
@@ -151,14 +159,15 @@ void reduce_with(const Op& op, const StridedOperand& out, const StridedOperand& 
       acc = reduce_range<T>(op, red, 0, s.num_red);
     } else {
       const std::int64_t blocks = (s.num_red + kBlock - 1) / kBlock;
-      std::vector<typename Op::Acc> partial(static_cast<std::size_t>(blocks));
+      std::vector<Slot<typename Op::Acc>> partial(static_cast<std::size_t>(blocks));
       parallel_for(blocks, 1, [&](std::int64_t b, std::int64_t e) {
         for (std::int64_t k = b; k < e; ++k) {
-          partial[static_cast<std::size_t>(k)] = reduce_range<T>(op, red, k * kBlock, std::min(s.num_red, (k + 1) * kBlock));
+          partial[static_cast<std::size_t>(k)].v =
+              reduce_range<T>(op, red, k * kBlock, std::min(s.num_red, (k + 1) * kBlock));
         }
       });
       acc = op.init();
-      for (const auto& p : partial) acc = op.merge(acc, p);
+      for (const auto& p : partial) acc = op.merge(acc, p.v);
     }
     store<O>(out_base + out_off * static_cast<std::int64_t>(sizeof(O)), finish(acc, s.num_red));
   };
@@ -178,13 +187,13 @@ void reduce_with(const Op& op, const StridedOperand& out, const StridedOperand& 
     const std::int64_t tasks = (s.num_out / len) * chunks_per_row;
     const std::int64_t grain = std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(1, s.num_red * kChunk));
     parallel_for(tasks, grain, [&](std::int64_t b, std::int64_t e) {
-      std::vector<typename Op::Acc> acc(static_cast<std::size_t>(kChunk));
+      std::vector<Slot<typename Op::Acc>> acc(static_cast<std::size_t>(kChunk));
       for (std::int64_t task = b; task < e; ++task) {
         const std::int64_t row = task / chunks_per_row;
         const std::int64_t j0 = (task % chunks_per_row) * kChunk, j1 = std::min(len, j0 + kChunk);
         std::int64_t in_off = 0, out_off = 0;
         output_offsets(s, row * len, in_off, out_off);
-        std::fill(acc.begin(), acc.end(), op.init());
+        for (auto& a : acc) a.v = op.init();
         const Loop red = reduced_loop(in_base + in_off * static_cast<std::int64_t>(isz) + j0 * in_step);
         const std::int64_t n_j = j1 - j0;
         run_range(red, 0, s.num_red, [&](char** p, const std::int64_t* st, std::int64_t n) {
@@ -192,16 +201,16 @@ void reduce_with(const Op& op, const StridedOperand& out, const StridedOperand& 
             const char* at = p[0] + i * st[0];
             if (in_step == static_cast<std::int64_t>(sizeof(T))) {
               const T* x = reinterpret_cast<const T*>(at);
-              for (std::int64_t j = 0; j < n_j; ++j) acc[static_cast<std::size_t>(j)] = op.combine(acc[static_cast<std::size_t>(j)], x[j]);
+              for (std::int64_t j = 0; j < n_j; ++j) acc[static_cast<std::size_t>(j)].v = op.combine(acc[static_cast<std::size_t>(j)].v, x[j]);
             } else {
               for (std::int64_t j = 0; j < n_j; ++j) {
-                acc[static_cast<std::size_t>(j)] = op.combine(acc[static_cast<std::size_t>(j)], load<T>(at + j * in_step));
+                acc[static_cast<std::size_t>(j)].v = op.combine(acc[static_cast<std::size_t>(j)].v, load<T>(at + j * in_step));
               }
             }
           }
         });
         char* o = out_base + out_off * static_cast<std::int64_t>(sizeof(O)) + j0 * out_step;
-        for (std::int64_t j = 0; j < n_j; ++j) store<O>(o + j * out_step, finish(acc[static_cast<std::size_t>(j)], s.num_red));
+        for (std::int64_t j = 0; j < n_j; ++j) store<O>(o + j * out_step, finish(acc[static_cast<std::size_t>(j)].v, s.num_red));
       }
     });
     return;

@@ -1,0 +1,32 @@
+"""Genesis exception types and the "needs a GPU" check.
+
+The C++ exception translator (python/src/errors.cpp) raises these types, so
+they are defined in genesis._C and re-exported here:
+
+- ``OutOfMemoryError`` (a ``RuntimeError``): the allocator could not satisfy a
+  request after releasing its cache; on a GPU the message contains ``CUDA OOM``.
+- ``CudaError`` (a ``RuntimeError``): a CUDA call failed, or a GPU is needed
+  and there is none; ``code`` is the raw CUDA error code.
+
+Other C++ errors map onto built-in types: invalid arguments raise ValueError,
+type mismatches TypeError, bad indices IndexError.
+"""
+
+from . import _C
+
+OutOfMemoryError = _C.OutOfMemoryError
+CudaError = _C.CudaError
+
+# cudaErrorNoDevice: the code C++ uses when CUDA is not usable at all.
+_NO_DEVICE_CODE = 100
+
+
+def require_cuda(what):
+    """Raises CudaError explaining why ``what`` cannot run, unless a GPU is usable."""
+    if _C.cuda_is_available():
+        return
+    why = ("no CUDA GPU is available on this machine" if _C.cuda_compiled()
+           else "Genesis was built without CUDA")
+    err = CudaError(f"{what} needs a CUDA GPU, but {why} (genesis.cuda.is_available() is False)")
+    err.code = _NO_DEVICE_CODE
+    raise err

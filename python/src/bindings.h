@@ -1,0 +1,56 @@
+// The pieces of the `genesis._C` extension module, one per concern (STYLE 2).
+//
+// module.cpp calls every bind_* function in the order below; each lives in its
+// own .cpp file next to this header. A new area (storage, tensor, the CUDA
+// device queries) adds a bind_* function and a file, and one line in
+// module.cpp. Bindings stay thin (STYLE 1): they convert arguments and
+// results and call the C++ API; policy lives in C++ or in the Python package.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace genesis::python {
+
+namespace py = pybind11;
+
+/// Exception types (OutOfMemoryError, CudaError) and the translator that maps
+/// every genesis::Error onto a Python exception (Note [Errors] in
+/// include/genesis/core/error.h). Must run first: later bindings may throw.
+void bind_errors(py::module_& m);
+/// genesis._C.Device and parse_bytes.
+void bind_device(py::module_& m);
+/// The dtype table and dtype_from_name.
+void bind_dtype(py::module_& m);
+/// genesis._C.Allocator (a CachingAllocator), the process-wide allocators,
+/// MemoryEvent and the Python-location capture switch.
+void bind_allocator(py::module_& m);
+/// Pinned host memory: PinnedBuffer, allocate_pinned, is_pinned, the
+/// "pinned memory for transfers" switch.
+void bind_pinned(py::module_& m);
+/// CUDA runtime (SPEC T6): device count and queries, set_device, device
+/// properties, peer access, the `with genesis.cuda.device(i):` guard.
+void bind_cuda_runtime(py::module_& m);
+/// CUDA streams, events, the current stream and the stream guard.
+void bind_cuda_stream(py::module_& m);
+/// genesis._C.SimulatedAllocator: a CachingAllocator over a SimulatedDevice,
+/// so CI tests the allocator through Python without a GPU.
+void bind_simulated(py::module_& m);
+
+// --- storages (SPEC S): storage_object.h holds the shared pieces ---
+/// genesis.Storage and create_storage.
+void bind_storage(py::module_& m);
+/// genesis.StorageView.
+void bind_storage_view(py::module_& m);
+/// genesis.SharedStorage (a Storage subclass; after bind_storage).
+void bind_shared_storage(py::module_& m);
+/// genesis.MappedStorage (a Storage subclass; after bind_storage).
+void bind_mapped_storage(py::module_& m);
+/// convert_dtype, copy_storage, aligned_storage, BatchStorage.
+void bind_storage_ops(py::module_& m);
+/// inspect_storage and the C++ StorageTracker.
+void bind_storage_inspect(py::module_& m);
+/// Storage.share_ipc / Storage.from_ipc and ipc_shareable_storage (after
+/// bind_storage: adds methods to Storage).
+void bind_storage_ipc(py::module_& m);
+
+}  // namespace genesis::python

@@ -1,0 +1,22 @@
+// Entry point of the `genesis._C` extension module. The Python package
+// `genesis` (python/genesis/) imports it and builds the public API on top.
+#include "bindings.h"
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "Genesis C++ bindings (internal: use the `genesis` package)";
+  genesis::python::bind_errors(m);
+  genesis::python::bind_device(m);
+  genesis::python::bind_dtype(m);
+  genesis::python::bind_allocator(m);
+  genesis::python::bind_pinned(m);
+  genesis::python::bind_cuda_runtime(m);
+  genesis::python::bind_cuda_stream(m);
+  genesis::python::bind_simulated(m);
+  genesis::python::bind_storage(m);
+  genesis::python::bind_storage_view(m);
+  genesis::python::bind_shared_storage(m);
+  genesis::python::bind_mapped_storage(m);
+  genesis::python::bind_storage_ops(m);
+  genesis::python::bind_storage_inspect(m);
+  genesis::python::bind_storage_ipc(m);
+}
