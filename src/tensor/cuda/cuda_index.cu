@@ -55,14 +55,32 @@ __device__ __forceinline__ std::int64_t indexed_offset(const IndexInfo& info, co
   return r;
 }
 
-// General gather: operands out(0), src(1), indices(2..).
+constexpr int kGatherUnroll = 4;
+
+// General gather: operands out(0), src(1), indices(2..). Each thread keeps
+// kGatherUnroll independent index -> value chains in flight (an element's
+// source address depends on a load of its index).
 template <typename U, int N, typename Index>
 __global__ void __launch_bounds__(kThreads) gather_kernel(char* out, const char* src, IndexInfo info, Iter<N> it, Index n) {
-  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<Index>(gridDim.x) * blockDim.x) {
-    std::int64_t off[N];
-    iter_offsets<Index, N>(it, i, off);
-    *reinterpret_cast<U*>(out + off[0]) = *reinterpret_cast<const U*>(src + off[1] + indexed_offset<N>(info, off));
+  const Index step = static_cast<Index>(gridDim.x) * blockDim.x * kGatherUnroll;
+  for (Index base = static_cast<Index>(blockIdx.x) * blockDim.x * kGatherUnroll + threadIdx.x; base < n; base += step) {
+    U v[kGatherUnroll];
+    std::int64_t to[kGatherUnroll];
+#pragma unroll
+    for (int u = 0; u < kGatherUnroll; ++u) {
+      const Index i = base + static_cast<Index>(u) * blockDim.x;
+      if (i < n) {
+        std::int64_t off[N];
+        iter_offsets<Index, N>(it, i, off);
+        to[u] = off[0];
+        v[u] = *reinterpret_cast<const U*>(src + off[1] + indexed_offset<N>(info, off));
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kGatherUnroll; ++u) {
+      const Index i = base + static_cast<Index>(u) * blockDim.x;
+      if (i < n) *reinterpret_cast<U*>(out + to[u]) = v[u];
+    }
   }
 }
 
@@ -218,10 +236,13 @@ void gather(const KernelContext& ctx, const StridedOperand& out, const StridedOp
       using U = typename decltype(tag)::type;
       auto* o = static_cast<char*>(out.data);
       const auto* s = static_cast<const char*>(src.data);
+      const std::int64_t items = (n + kGatherUnroll - 1) / kGatherUnroll;
       if (fits_int32(n)) {
-        gather_kernel<U, N, std::uint32_t><<<grid_for(n), kThreads, 0, scope.stream()>>>(o, s, info, it, static_cast<std::uint32_t>(n));
+        const unsigned grid = grid_for(items, blocks_per_sm<gather_kernel<U, N, std::uint32_t>>());
+        gather_kernel<U, N, std::uint32_t><<<grid, kThreads, 0, scope.stream()>>>(o, s, info, it, static_cast<std::uint32_t>(n));
       } else {
-        gather_kernel<U, N, std::uint64_t><<<grid_for(n), kThreads, 0, scope.stream()>>>(o, s, info, it, static_cast<std::uint64_t>(n));
+        const unsigned grid = grid_for(items, blocks_per_sm<gather_kernel<U, N, std::uint64_t>>());
+        gather_kernel<U, N, std::uint64_t><<<grid, kThreads, 0, scope.stream()>>>(o, s, info, it, static_cast<std::uint64_t>(n));
       }
     });
   });
