@@ -66,6 +66,8 @@ message(STATUS "Genesis: CUDA ${CUDAToolkit_VERSION} enabled (nvcc ${CMAKE_CUDA_
 # the target and of its users). Add further libraries here when needed.
 function(genesis_link_cuda target)
   target_link_libraries(${target} PUBLIC CUDA::cudart_static)
+  # cuBLAS: the tensor matmul (src/tensor/cuda/cuda_matmul.cu).
+  target_link_libraries(${target} PUBLIC CUDA::cublas)
   if(GENESIS_LINK_CUDA_DRIVER)
     # Driver API (cuMemCreate, cuMemMap, ...). Links libcuda.so, which comes
     # with the driver: on a build-only machine the toolkit's stub is used.

@@ -1,29 +1,30 @@
 // Installs the CUDA kernels into the CUDA table (Note [Kernel tables]).
-//
-// None are written yet: every entry stays null and the tensor layer answers
-// "<op> is not available on cuda yet". A CUDA kernel file (src/tensor/cuda/
-// *.cu, compiled only with CUDA) defines e.g.
-//   void cuda_binary(const KernelContext&, BinaryOp, const StridedOperand&,
-//                    const StridedOperand&, const StridedOperand&);
-// and registers it here with one line inside the #if:
-//   t.binary = &cuda_binary;
-//
-// What a CUDA kernel file can reuse (all host/device code, checked to
-// compile with nvcc for sm_90): StridedOperand and the contracts in
-// genesis/tensor/backend.h; cast<D>(S) and scalar_to<T>(Scalar) in
-// genesis/tensor/cast.h (the same conversions as the CPU); and
-// random_element<T>(params, i) in genesis/tensor/random_element.h, which
-// makes a random fill identical to the CPU's. Work goes on ctx.stream
-// (resolve kCurrentStream as the storage layer does); nothing may
-// synchronise. tests/tensor/gpu_tensor_test.cpp is the place for tests
-// that compare each CUDA entry with the CPU result.
+// The kernels live in src/tensor/cuda/*.cu (compiled only with CUDA); this
+// file is plain C++ so that the CPU-only build leaves every entry null and
+// the tensor layer answers "<op> is not available on cuda".
 #include "genesis/tensor/backend.h"
+
+#if GENESIS_WITH_CUDA
+#include "cuda_kernels.h"
+#endif
 
 namespace genesis::kernels {
 
 void install_cuda_kernels([[maybe_unused]] KernelTable& t) {
 #if GENESIS_WITH_CUDA
-  // t.fill = &cuda_fill;  ... one line per kernel.
+  t.fill = &cuda_impl::fill;
+  t.copy = &cuda_impl::copy;
+  t.iota = &cuda_impl::iota;
+  t.random = &cuda_impl::random;
+  t.unary = &cuda_impl::unary;
+  t.binary = &cuda_impl::binary;
+  t.where = &cuda_impl::where;
+  t.reduce = &cuda_impl::reduce;
+  t.arg_reduce = &cuda_impl::arg_reduce;
+  t.gather = &cuda_impl::gather;
+  t.scatter = &cuda_impl::scatter;
+  t.nonzero = &cuda_impl::nonzero;
+  t.matmul = &cuda_impl::matmul;
 #endif
 }
 

@@ -1,0 +1,298 @@
+// CUDA gather and scatter (advanced indexing; Note [Advanced indexing] in
+// genesis/tensor/index.h and the gather/scatter contracts in backend.h).
+//
+// Note [CUDA gather paths]: out, src (dst, values for scatter) and the index
+// operands share one iteration shape and are coalesced together (Note [CUDA
+// strided iteration]). Then
+//   * row gather: when the innermost dim is dense in out and src and no
+//     index varies along it (x[idx] picking whole rows), each row's source
+//     address is computed once and the row is copied by TX threads with
+//     16-byte accesses when everything is 16-byte aligned;
+//   * general: one element per thread-iteration, index values loaded from
+//     their own strided operands, wrapped when negative.
+// Only bytes move, so kernels are instantiated per element size, except
+// accumulating scatter, which adds in the dtype (atomics; 8- and 16-bit types
+// through a compare-and-swap on their 32-bit word, computing exactly the
+// CPU's cast<T>(C(old) + C(v))).
+#include <cstring>
+
+#include "cuda_common.cuh"
+#include "cuda_kernels.h"
+
+namespace genesis::kernels::cuda_impl {
+namespace {
+
+struct IndexInfo {
+  int num = 0;
+  const char* ptr[kMaxDims] = {};
+  std::int64_t size[kMaxDims] = {};
+  std::int64_t stride[kMaxDims] = {};  // bytes in the indexed tensor
+};
+
+IndexInfo index_info(const IndexArgs& index, std::size_t itemsize) {
+  IndexInfo info;
+  info.num = index.num_indices;
+  for (int k = 0; k < index.num_indices; ++k) {
+    info.ptr[k] = static_cast<const char*>(index.indices[k].data);
+    info.size[k] = index.indexed_sizes[k];
+    info.stride[k] = index.indexed_strides[k] * static_cast<std::int64_t>(itemsize);
+  }
+  return info;
+}
+
+// Byte offset contributed by the index operands (operands 2.. of `off`).
+template <int N>
+__device__ __forceinline__ std::int64_t indexed_offset(const IndexInfo& info, const std::int64_t (&off)[N]) {
+  std::int64_t r = 0;
+#pragma unroll
+  for (int k = 0; k < N - 2; ++k) {
+    if (k < info.num) {
+      std::int64_t v = *reinterpret_cast<const std::int64_t*>(info.ptr[k] + off[2 + k]);
+      if (v < 0) v += info.size[k];
+      r += v * info.stride[k];
+    }
+  }
+  return r;
+}
+
+constexpr int kGatherUnroll = 4;
+
+// General gather: operands out(0), src(1), indices(2..). Each thread keeps
+// kGatherUnroll independent index -> value chains in flight (an element's
+// source address depends on a load of its index).
+template <typename U, int N, typename Index>
+__global__ void __launch_bounds__(kThreads) gather_kernel(char* out, const char* src, IndexInfo info, Iter<N> it, Index n) {
+  const Index step = static_cast<Index>(gridDim.x) * blockDim.x * kGatherUnroll;
+  for (Index base = static_cast<Index>(blockIdx.x) * blockDim.x * kGatherUnroll + threadIdx.x; base < n; base += step) {
+    U v[kGatherUnroll];
+    std::int64_t to[kGatherUnroll];
+#pragma unroll
+    for (int u = 0; u < kGatherUnroll; ++u) {
+      const Index i = base + static_cast<Index>(u) * blockDim.x;
+      if (i < n) {
+        std::int64_t off[N];
+        iter_offsets<Index, N>(it, i, off);
+        to[u] = off[0];
+        v[u] = *reinterpret_cast<const U*>(src + off[1] + indexed_offset<N>(info, off));
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kGatherUnroll; ++u) {
+      const Index i = base + static_cast<Index>(u) * blockDim.x;
+      if (i < n) *reinterpret_cast<U*>(out + to[u]) = v[u];
+    }
+  }
+}
+
+// Row gather: `outer` iterates rows (dims but the innermost); each row of
+// `inner` elements of type U (a 16-byte vector when aligned) is dense in
+// both out and src. blockDim = (TX, TY): TY rows per block.
+template <typename U, int N>
+__global__ void __launch_bounds__(kThreads) gather_rows_kernel(char* out, const char* src, IndexInfo info, Iter<N> outer,
+                                                               std::int64_t rows, std::int64_t inner) {
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  if (row >= rows) return;
+  std::int64_t off[N];
+  iter_offsets<std::int64_t, N>(outer, row, off);
+  U* o = reinterpret_cast<U*>(out + off[0]);
+  const U* s = reinterpret_cast<const U*>(src + off[1] + indexed_offset<N>(info, off));
+  for (std::int64_t j = threadIdx.x; j < inner; j += blockDim.x) o[j] = s[j];
+}
+
+// out[i] op= v for accumulating scatter.
+template <typename T>
+__device__ __forceinline__ void atomic_accumulate(char* p, T v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    if (v) *reinterpret_cast<bool*>(p) = true;  // every racing writer stores the same byte
+  } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    atomicAdd(reinterpret_cast<T*>(p), v);
+  } else if constexpr (std::is_same_v<T, std::int32_t>) {
+    atomicAdd(reinterpret_cast<unsigned*>(p), static_cast<unsigned>(v));  // wraps like the CPU
+  } else if constexpr (std::is_same_v<T, std::int64_t>) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+  } else {
+    // 8/16-bit: CAS on the containing aligned 32-bit word.
+    using C = compute_t<T>;
+    using Bits = uint_of_size_t<sizeof(T)>;
+    const auto addr = reinterpret_cast<std::uintptr_t>(p);
+    auto* word = reinterpret_cast<unsigned*>(addr & ~std::uintptr_t{3});
+    const unsigned shift = static_cast<unsigned>(addr & 3u) * 8u;
+    const unsigned mask = (sizeof(T) == 1 ? 0xffu : 0xffffu) << shift;
+    unsigned old = *word, assumed = 0;
+    do {
+      assumed = old;
+      const auto cur_bits = static_cast<Bits>((assumed & mask) >> shift);
+      T cur;
+      memcpy(&cur, &cur_bits, sizeof(T));
+      const T next = cast<T>(static_cast<C>(static_cast<C>(cur) + static_cast<C>(v)));
+      Bits next_bits;
+      memcpy(&next_bits, &next, sizeof(T));
+      const unsigned replaced = (assumed & ~mask) | (static_cast<unsigned>(next_bits) << shift);
+      old = atomicCAS(word, assumed, replaced);
+    } while (old != assumed);
+  }
+}
+
+// Scatter: operands dst(0), values(1), indices(2..). kAccumulate adds in T.
+template <typename T, bool kAccumulate, int N, typename Index>
+__global__ void __launch_bounds__(kThreads) scatter_kernel(char* dst, Input<T> values, IndexInfo info, Iter<N> it, Index n) {
+  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<Index>(gridDim.x) * blockDim.x) {
+    std::int64_t off[N];
+    iter_offsets<Index, N>(it, i, off);
+    char* to = dst + off[0] + indexed_offset<N>(info, off);
+    const T v = values.at(off[1]);
+    if constexpr (kAccumulate) atomic_accumulate<T>(to, v);
+    else *reinterpret_cast<T*>(to) = v;
+  }
+}
+
+// Calls f(std::integral_constant<int, N>) with N = 2 + number of indices,
+// rounded up to one of the instantiated operand counts.
+template <typename F>
+void dispatch_nops(int num_indices, F&& f) {
+  if (num_indices <= 1) return f(std::integral_constant<int, 3>{});
+  if (num_indices == 2) return f(std::integral_constant<int, 4>{});
+  if (num_indices <= 4) return f(std::integral_constant<int, 6>{});
+  return f(std::integral_constant<int, kMaxIterOperands>{});
+}
+
+template <int N>
+Iter<N> index_iter(const StridedOperand& a, const StridedOperand& b, const IndexArgs& index) {
+  const std::int64_t* strides[N] = {};
+  std::size_t itemsize[N] = {};
+  const std::int64_t zeros[kMaxDims] = {};
+  strides[0] = a.strides;
+  strides[1] = b.is_scalar ? zeros : b.strides;
+  itemsize[0] = itemsize[1] = dtype_size(a.dtype);
+  for (int k = 0; k < N - 2; ++k) {
+    strides[2 + k] = k < index.num_indices ? index.indices[k].strides : zeros;
+    itemsize[2 + k] = 8;
+  }
+  return make_iter<N>(a.ndim, a.sizes, strides, itemsize, N);
+}
+
+bool try_gather_rows(cudaStream_t stream, const StridedOperand& out, const StridedOperand& src, const IndexArgs& index,
+                     const IndexInfo& info) {
+  bool done = false;
+  dispatch_nops(index.num_indices, [&](auto nops) {
+    constexpr int N = decltype(nops)::value;
+    Iter<N> it = index_iter<N>(out, src, index);
+    const auto isz = static_cast<std::int64_t>(dtype_size(out.dtype));
+    const int last = it.ndim - 1;
+    if (it.strides[0][last] != isz || it.strides[1][last] != isz) return;
+    for (int k = 2; k < N; ++k) {
+      if (it.strides[k][last] != 0) return;
+    }
+    const std::int64_t inner = it.sizes[last];
+    if (inner * isz < 64) return;  // short rows: the general kernel is as good
+    // Rows iterate the other dims.
+    Iter<N> outer = it;
+    outer.ndim = it.ndim - 1;
+    if (outer.ndim == 0) {
+      outer.ndim = 1;
+      outer.sizes[0] = 1;
+      for (int k = 0; k < N; ++k) outer.strides[k][0] = 0;
+    }
+    const std::int64_t rows = outer.numel();
+    // 16-byte path when every row start and the row length are 16-byte aligned.
+    bool vec = (inner * isz) % 16 == 0 && aligned_to(out.data, 16) && aligned_to(src.data, 16);
+    for (int d = 0; d < outer.ndim && vec; ++d) vec = outer.strides[0][d] % 16 == 0 && outer.strides[1][d] % 16 == 0;
+    for (int k = 0; k < info.num && vec; ++k) vec = info.stride[k] % 16 == 0;
+    const std::int64_t units = vec ? inner * isz / 16 : inner;
+    const int tx = units >= 256 ? 256 : units >= 128 ? 128 : units >= 64 ? 64 : 32;
+    const int ty = kThreads / tx;
+    const std::int64_t blocks = (rows + ty - 1) / ty;
+    if (blocks > 0x7fffffff) return;
+    const dim3 grid(static_cast<unsigned>(blocks)), block(static_cast<unsigned>(tx), static_cast<unsigned>(ty));
+    auto* o = static_cast<char*>(out.data);
+    const auto* s = static_cast<const char*>(src.data);
+    if (vec) {
+      gather_rows_kernel<uint4, N><<<grid, block, 0, stream>>>(o, s, info, outer, rows, units);
+    } else {
+      dispatch_size(static_cast<std::size_t>(isz), [&](auto tag) {
+        using U = typename decltype(tag)::type;
+        gather_rows_kernel<U, N><<<grid, block, 0, stream>>>(o, s, info, outer, rows, units);
+      });
+    }
+    GENESIS_CUDA_CHECK_LAUNCH();
+    done = true;
+  });
+  return done;
+}
+
+}  // namespace
+
+void gather(const KernelContext& ctx, const StridedOperand& out, const StridedOperand& src, const IndexArgs& index) {
+  const std::int64_t n = out.numel();
+  if (n == 0) return;
+  LaunchScope scope(ctx);
+  const IndexInfo info = index_info(index, dtype_size(out.dtype));
+  if (try_gather_rows(scope.stream(), out, src, index, info)) return;
+  dispatch_nops(index.num_indices, [&](auto nops) {
+    constexpr int N = decltype(nops)::value;
+    const Iter<N> it = index_iter<N>(out, src, index);
+    dispatch_size(dtype_size(out.dtype), [&](auto tag) {
+      using U = typename decltype(tag)::type;
+      auto* o = static_cast<char*>(out.data);
+      const auto* s = static_cast<const char*>(src.data);
+      const std::int64_t items = (n + kGatherUnroll - 1) / kGatherUnroll;
+      if (fits_int32(n)) {
+        const unsigned grid = grid_for(items, blocks_per_sm<gather_kernel<U, N, std::uint32_t>>());
+        gather_kernel<U, N, std::uint32_t><<<grid, kThreads, 0, scope.stream()>>>(o, s, info, it, static_cast<std::uint32_t>(n));
+      } else {
+        const unsigned grid = grid_for(items, blocks_per_sm<gather_kernel<U, N, std::uint64_t>>());
+        gather_kernel<U, N, std::uint64_t><<<grid, kThreads, 0, scope.stream()>>>(o, s, info, it, static_cast<std::uint64_t>(n));
+      }
+    });
+  });
+  GENESIS_CUDA_CHECK_LAUNCH();
+}
+
+void scatter(const KernelContext& ctx, const StridedOperand& dst, const StridedOperand& values, const IndexArgs& index,
+             bool accumulate) {
+  const std::int64_t n = dst.numel();
+  if (n == 0) return;
+  LaunchScope scope(ctx);
+  const IndexInfo info = index_info(index, dtype_size(dst.dtype));
+  dispatch_nops(index.num_indices, [&](auto nops) {
+    constexpr int N = decltype(nops)::value;
+    const Iter<N> it = index_iter<N>(dst, values, index);
+    auto* d = static_cast<char*>(dst.data);
+    const unsigned grid = grid_for(n);
+    if (!accumulate) {
+      // Plain writes move bits: per element size; a constant value is
+      // converted in the dtype first.
+      dispatch(dst.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using U = uint_of_size_t<sizeof(T)>;
+        Input<U> in;
+        if (values.is_scalar) {
+          const T v = scalar_to<T>(values.scalar);
+          in.is_const = true;
+          std::memcpy(&in.value, &v, sizeof(T));
+        } else {
+          in.ptr = static_cast<const char*>(values.data);
+        }
+        if (fits_int32(n)) {
+          scatter_kernel<U, false, N, std::uint32_t><<<grid, kThreads, 0, scope.stream()>>>(d, in, info, it, static_cast<std::uint32_t>(n));
+        } else {
+          scatter_kernel<U, false, N, std::uint64_t><<<grid, kThreads, 0, scope.stream()>>>(d, in, info, it, static_cast<std::uint64_t>(n));
+        }
+      });
+    } else {
+      dispatch(dst.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const Input<T> in = Input<T>::make(values);
+        if (fits_int32(n)) {
+          scatter_kernel<T, true, N, std::uint32_t><<<grid, kThreads, 0, scope.stream()>>>(d, in, info, it, static_cast<std::uint32_t>(n));
+        } else {
+          scatter_kernel<T, true, N, std::uint64_t><<<grid, kThreads, 0, scope.stream()>>>(d, in, info, it, static_cast<std::uint64_t>(n));
+        }
+      });
+    }
+  });
+  GENESIS_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace genesis::kernels::cuda_impl

@@ -1,0 +1,29 @@
+// The CUDA kernel entries (Note [Kernel tables] in genesis/tensor/backend.h),
+// defined in src/tensor/cuda/*.cu and registered by install_cuda_kernels.
+// Plain C++ declarations: cuda_backend.cpp includes this without CUDA syntax.
+#pragma once
+
+#include "genesis/tensor/backend.h"
+
+namespace genesis::kernels::cuda_impl {
+
+void fill(const KernelContext& ctx, const StridedOperand& out, Scalar value);
+void copy(const KernelContext& ctx, const StridedOperand& dst, const StridedOperand& src);
+void iota(const KernelContext& ctx, const StridedOperand& out, Scalar start, Scalar step);
+void random(const KernelContext& ctx, const StridedOperand& out, const RandomParams& params);
+void unary(const KernelContext& ctx, UnaryOp op, const StridedOperand& out, const StridedOperand& in);
+void binary(const KernelContext& ctx, BinaryOp op, const StridedOperand& out, const StridedOperand& a,
+            const StridedOperand& b);
+void where(const KernelContext& ctx, const StridedOperand& out, const StridedOperand& cond, const StridedOperand& a,
+           const StridedOperand& b);
+void reduce(const KernelContext& ctx, ReduceOp op, const StridedOperand& out, const StridedOperand& in);
+void arg_reduce(const KernelContext& ctx, ArgReduceOp op, const StridedOperand& values, const StridedOperand& indices,
+                const StridedOperand& in, int dim);
+void gather(const KernelContext& ctx, const StridedOperand& out, const StridedOperand& src, const IndexArgs& index);
+void scatter(const KernelContext& ctx, const StridedOperand& dst, const StridedOperand& values, const IndexArgs& index,
+             bool accumulate);
+void nonzero(const KernelContext& ctx, const StridedOperand& out, const StridedOperand& mask);
+void matmul(const KernelContext& ctx, const StridedOperand& out, const StridedOperand& a, const StridedOperand& b,
+            const MatmulParams& params);
+
+}  // namespace genesis::kernels::cuda_impl
