@@ -124,9 +124,15 @@ Parsed parse(const Tensor& x, const std::vector<IndexItem>& items_in) {
       p.mask = true;
       ++vd;
     } else {
-      const Tensor& t = it.as_tensor();
-      GENESIS_CHECK(t.device() == x.device(), "indices should be on the indexed tensor's device (", x.device(),
-                    ") but are on ", t.device());
+      // Host indices for a device tensor are moved over (as PyTorch does: a
+      // Python list or NumPy array index is built on the host); indices on
+      // another GPU are an error rather than a hidden peer copy.
+      const Tensor& given = it.as_tensor();
+      GENESIS_CHECK(given.device() == x.device() || given.device().is_cpu(),
+                    "indices should be on the indexed tensor's device (", x.device(), ") or the cpu but are on ",
+                    given.device());
+      const Tensor t = given.device() == x.device() ? given : given.to(x.device());
+      if (!t.is_same(given)) p.temp_bytes += t.nbytes();
       if (t.dtype() == DType::kBool) {
         for (std::int64_t k = 0; k < t.dim(); ++k) {
           const std::int64_t have = p.view.size(vd + k), want = t.size(k);
