@@ -1,5 +1,7 @@
 // CUDA matmul through cuBLAS (MatmulParams and the matmul contract in
-// genesis/tensor/backend.h).
+// genesis/tensor/backend.h): cuBLASLt for float32 / TF32 / float16 /
+// bfloat16 (Note [Matmul through cuBLASLt]), the legacy API for float64 and
+// whenever cuBLASLt offers no algorithm.
 //
 // Note [Row-major matmul on cuBLAS]: cuBLAS is column-major. The row-major
 // product out = a @ b (M x N, rows of N) is, read column-major, out^T = b^T
@@ -7,9 +9,10 @@
 // rs, cs) read column-major is X^T with ld = rs when cs == 1 (op N), or X
 // itself with ld = cs when rs == 1 (op T, which gives X^T back). Size-1
 // dims may carry any stride, so ld is clamped to the minimum cuBLAS accepts
-// (the CPU backend does the same for cblas). Batches use the strided-batched
-// call (batch stride 0 = broadcast); a single matrix uses the plain call, as
-// PyTorch does, so that both libraries pick from the same kernels.
+// (the CPU backend does the same for cblas). On the legacy path batches use
+// the strided-batched call (batch stride 0 = broadcast) and a single matrix
+// the plain call; cuBLASLt takes the same batch count and strides as
+// matrix-layout attributes.
 //
 // Note [cuBLAS handles]: one handle per (thread, device), taken from a
 // process-wide pool and returned to it when the thread exits (creating a
