@@ -25,6 +25,8 @@
 #include <cublas_v2.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <list>
 #include <memory>
 
@@ -304,6 +306,17 @@ std::shared_ptr<const LtPlan> build_plan(cublasLtHandle_t lt, const LtKey& key, 
   return plan;
 }
 
+// GENESIS_CUBLASLT=0 in the environment keeps every matmul on the legacy
+// API: an A/B switch for benchmarks and an escape hatch should a cuBLASLt
+// release misbehave. Read once.
+bool lt_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("GENESIS_CUBLASLT");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return enabled;
+}
+
 // Runs the product through cuBLASLt (Note [Matmul through cuBLASLt]);
 // returns false, with nothing queued, when no Lt algorithm fits.
 bool matmul_lt(LaunchScope& scope, int device, DType dtype, bool tf32, const Operand& oa_lt, const Operand& ob_lt,
@@ -388,7 +401,7 @@ void matmul(const KernelContext& ctx, const StridedOperand& out, const StridedOp
   const long long sb = b.strides[0], sa = a.strides[0], sc = out.strides[0];
   const bool batched = count > 1;
 
-  if (out.dtype != DType::kFloat64 &&
+  if (out.dtype != DType::kFloat64 && lt_enabled() &&
       matmul_lt(scope, device, out.dtype, params.allow_tf32, ob, oa, cm, cn, ck, ldc, count, sb, sa, sc, b.data, a.data,
                 out.data)) {
     return;
