@@ -68,6 +68,8 @@ function(genesis_link_cuda target)
   target_link_libraries(${target} PUBLIC CUDA::cudart_static)
   # cuBLAS: the tensor matmul (src/tensor/cuda/cuda_matmul.cu).
   target_link_libraries(${target} PUBLIC CUDA::cublas)
+  # cuBLASLt: float32/TF32/16-bit matmul (Note [Matmul through cuBLASLt]).
+  target_link_libraries(${target} PUBLIC CUDA::cublasLt)
   if(GENESIS_LINK_CUDA_DRIVER)
     # Driver API (cuMemCreate, cuMemMap, ...). Links libcuda.so, which comes
     # with the driver: on a build-only machine the toolkit's stub is used.

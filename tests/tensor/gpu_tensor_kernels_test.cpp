@@ -883,6 +883,61 @@ TEST_F(GpuKernels, Nonzero) {
   }
 }
 
+// Large dense operands take the engine's non-grid-stride kernel (Note [CUDA
+// element-wise dense path], from 2^18 packs of 16 bytes); the other tests'
+// sizes stay below that. Sizes leave a tail of n % 16 elements for every
+// pack width.
+TEST_F(GpuKernels, DenseFlatLarge) {
+  const std::vector<std::vector<std::int64_t>> sz_list = {{(std::int64_t{1} << 20) + 3}, {(std::int64_t{1} << 22) + 13}};
+  for (DType t : kAllDTypes) {
+    for (const auto& sz : sz_list) {
+      if (skip_large(sz)) continue;
+      {
+        View out = make_view(t, sz, Layout::kContiguous, false);
+        cpu_table().fill(cpu_ctx(), out.cpu, Scalar(std::int64_t{1}));
+        gpu_table().fill(gpu_ctx(), out.gpu, Scalar(std::int64_t{1}));
+        EXPECT_SAME_RESULT(out, Tol::kExact, 1.0, describe("fill", t, Layout::kContiguous, sz));
+      }
+      if (unary_allowed(UnaryOp::kAbs, t)) {
+        View in = make_view(t, sz, Layout::kContiguous);
+        View out = make_view(t, sz, Layout::kContiguous, false);
+        cpu_table().unary(cpu_ctx(), UnaryOp::kAbs, out.cpu, in.cpu);
+        gpu_table().unary(gpu_ctx(), UnaryOp::kAbs, out.gpu, in.gpu);
+        EXPECT_SAME_RESULT(out, Tol::kExact, 1.0, describe("abs", t, Layout::kContiguous, sz));
+      }
+      for (BinaryOp op : {BinaryOp::kAdd, BinaryOp::kLt}) {
+        if (!binary_allowed(op, t)) continue;
+        const DType ot = kernels::is_comparison(op) ? DType::kBool : t;
+        for (Layout lb : {Layout::kContiguous, Layout::kScalar}) {
+          View a = make_view(t, sz, Layout::kContiguous);
+          View b = make_view(t, sz, lb);
+          View out = make_view(ot, sz, Layout::kContiguous, false);
+          cpu_table().binary(cpu_ctx(), op, out.cpu, a.cpu, b.cpu);
+          gpu_table().binary(gpu_ctx(), op, out.gpu, a.gpu, b.gpu);
+          EXPECT_SAME_RESULT(out, Tol::kExact, 1.0,
+                             describe(kernels::op_name(op), t, Layout::kContiguous, sz) << " b=" << layout_name(lb));
+        }
+        if (ot == t) {  // in place: out == a (each thread loads its chunk before storing it)
+          View a = make_view(t, sz, Layout::kContiguous);
+          View b = make_view(t, sz, Layout::kContiguous);
+          cpu_table().binary(cpu_ctx(), op, a.cpu, a.cpu, b.cpu);
+          gpu_table().binary(gpu_ctx(), op, a.gpu, a.gpu, b.gpu);
+          EXPECT_SAME_RESULT(a, Tol::kExact, 1.0, describe(kernels::op_name(op), t, Layout::kContiguous, sz) << " in place");
+        }
+      }
+      {
+        View c = make_view(DType::kBool, sz, Layout::kContiguous);
+        View a = make_view(t, sz, Layout::kContiguous);
+        View b = make_view(t, sz, Layout::kContiguous);
+        View out = make_view(t, sz, Layout::kContiguous, false);
+        cpu_table().where(cpu_ctx(), out.cpu, c.cpu, a.cpu, b.cpu);
+        gpu_table().where(gpu_ctx(), out.gpu, c.gpu, a.gpu, b.gpu);
+        EXPECT_SAME_RESULT(out, Tol::kExact, 1.0, describe("where", t, Layout::kContiguous, sz));
+      }
+    }
+  }
+}
+
 // --------------------------------------------------------------- matmul ---
 
 TEST_F(GpuKernels, Matmul) {
@@ -913,6 +968,49 @@ TEST_F(GpuKernels, Matmul) {
                    << " a" << (ta ? "^T" : "") << " b" << (tb ? "^T" : "") << (broadcast_b ? " b broadcast" : "")
                    << (tf32 ? " tf32" : "");
               EXPECT_SAME_RESULT(out, Tol::kMatmul, scale, what.str());
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Note [Matmul through cuBLASLt]: batched products whose later matrices are
+// less aligned than the first (odd batch strides), sizes past one tile,
+// and repeated calls that hit the plan cache, in every layout the contract
+// allows (transposed a/b, broadcast a or b).
+TEST_F(GpuKernels, MatmulLtLayouts) {
+  struct Case {
+    std::int64_t B, M, N, K;
+  };
+  const Case cases[] = {{3, 17, 33, 9}, {2, 257, 129, 300}, {5, 64, 64, 64}, {1, 256, 512, 128}};
+  for (DType t : kFloatDTypes) {
+    for (const Case& c : cases) {
+      for (bool ta : {false, true}) {
+        for (bool tb : {false, true}) {
+          for (int broadcast : {0, 1, 2}) {  // none, a, b
+            if (broadcast != 0 && c.B == 1) continue;
+            View a = make_view(t, {c.B, c.M, c.K}, ta ? Layout::kTransposed : Layout::kContiguous, true, true);
+            View b = make_view(t, {c.B, c.K, c.N}, tb ? Layout::kTransposed : Layout::kContiguous, true, true);
+            if (broadcast == 1) a.cpu.strides[0] = a.gpu.strides[0] = 0;
+            if (broadcast == 2) b.cpu.strides[0] = b.gpu.strides[0] = 0;
+            View out = make_view(t, {c.B, c.M, c.N}, Layout::kContiguous, false);
+            for (bool tf32 : {false, true}) {
+              if (tf32 && t != DType::kFloat32) continue;
+              kernels::MatmulParams p;
+              p.allow_tf32 = tf32;
+              cpu_table().matmul(cpu_ctx(), out.cpu, a.cpu, b.cpu, p);
+              for (int rep = 0; rep < 2; ++rep) {  // the second call reuses the cached plan
+                gpu_table().matmul(gpu_ctx(), out.gpu, a.gpu, b.gpu, p);
+                const double scale = tf32 ? 2e4 : 1.0 + static_cast<double>(c.K) / 8;
+                std::ostringstream what;
+                what << "matmul(Lt) dtype=" << dtype_name(t) << " B,M,N,K=" << c.B << "," << c.M << "," << c.N << ","
+                     << c.K << " a" << (ta ? "^T" : "") << " b" << (tb ? "^T" : "")
+                     << (broadcast == 1 ? " a broadcast" : broadcast == 2 ? " b broadcast" : "") << (tf32 ? " tf32" : "")
+                     << " call " << rep;
+                EXPECT_SAME_RESULT(out, Tol::kMatmul, scale, what.str());
+              }
             }
           }
         }
