@@ -173,6 +173,48 @@ Parsed parse(const Tensor& x, const std::vector<IndexItem>& items_in) {
   return p;
 }
 
+// Bounds of the integer index tensors of one expression: -size <= idx < size
+// in every one, checked before any kernel reads through them. The max and
+// min of every tensor are reduced straight into one int64 buffer [2K] on the
+// tensors' device (kernel-table reduce calls writing into slices of it: no
+// per-tensor result tensors, no copies), then the buffer comes to the host
+// in ONE transfer: on CUDA a single device->host wait per index expression
+// instead of two per index tensor. The error names the first offending
+// tensor, its max checked before its min, as before.
+void check_index_bounds(const Parsed& p) {
+  std::vector<std::size_t> checked;
+  for (std::size_t k = 0; k < p.indices.size(); ++k) {
+    if (p.needs_check[k] && p.indices[k].numel() > 0) checked.push_back(k);
+  }
+  if (checked.empty()) return;
+  const Device device = p.view.device();
+  const auto num = static_cast<std::int64_t>(checked.size());
+  Tensor extremes = empty({2 * num}, TensorOptions(DType::kInt64, device));
+  auto reduce = detail::kernel_entry(device, &kernels::KernelTable::reduce, "index (bounds check)");
+  auto* slots = static_cast<std::int64_t*>(extremes.data_ptr());
+  for (std::int64_t j = 0; j < num; ++j) {
+    const Tensor& idx = p.indices[checked[static_cast<std::size_t>(j)]];  // int64
+    const kernels::StridedOperand in = detail::operand(idx);
+    // The keepdim layout of a full reduction: every size 1 (strides unused).
+    kernels::StridedOperand out;
+    out.dtype = DType::kInt64;
+    out.ndim = in.ndim;
+    for (int d = 0; d < in.ndim; ++d) out.sizes[d] = 1;
+    out.data = slots + 2 * j;
+    reduce(detail::kernel_ctx(device), kernels::ReduceOp::kMax, out, in);
+    out.data = slots + 2 * j + 1;
+    reduce(detail::kernel_ctx(device), kernels::ReduceOp::kMin, out, in);
+  }
+  const Tensor host = extremes.cpu();  // the one transfer (and wait) of the expression
+  const auto* v = static_cast<const std::int64_t*>(host.data_ptr());
+  for (std::int64_t j = 0; j < num; ++j) {
+    const std::size_t k = checked[static_cast<std::size_t>(j)];
+    const std::int64_t size = p.view.size(p.view_dims[k]);
+    if (v[2 * j] >= size) out_of_bounds(v[2 * j], p.orig_dims[k], size);
+    if (v[2 * j + 1] < -size) out_of_bounds(v[2 * j + 1], p.orig_dims[k], size);
+  }
+}
+
 // Fills in the advanced part of `plan` from the parsed items: bounds first
 // (nothing is read or written before every index is valid), then where the
 // broadcast index dims go and the result shape (Note [Advanced indexing]).
@@ -184,14 +226,7 @@ void plan_advanced(const Parsed& p, IndexPlan& plan) {
   // index is ever used, and none is out of range. (Plain ints are still
   // checked in parse(), as NumPy checks them: x[[], 7] is an IndexError.)
   const bool indices_used = detail::shape_numel(index_shape) > 0;
-  for (std::size_t k = 0; k < p.indices.size(); ++k) {
-    if (!indices_used || !p.needs_check[k] || p.indices[k].numel() == 0) continue;
-    const std::int64_t size = p.view.size(p.view_dims[k]);
-    const std::int64_t hi = p.indices[k].max().item().to_int64();
-    if (hi >= size) out_of_bounds(hi, p.orig_dims[k], size);
-    const std::int64_t lo = p.indices[k].min().item().to_int64();
-    if (lo < -size) out_of_bounds(lo, p.orig_dims[k], size);
-  }
+  if (indices_used) check_index_bounds(p);
   bool adjacent = true;
   for (std::size_t k = 1; k < p.item_pos.size(); ++k) {
     if (p.item_pos[k] - p.item_pos[k - 1] > 1) adjacent = false;
@@ -344,7 +379,65 @@ IndexPlan plan_index_put(const Tensor& x, const std::vector<IndexItem>& items, b
   return make_plan(x, items, value_is_scalar ? IndexKind::kFill : IndexKind::kCopy, IndexKind::kScatter);
 }
 
+namespace {
+
+// Note [Fused mask selection]: x[mask] with one bool mask whose shape equals
+// x's leading dims (the whole shape, or the first k dims selecting whole
+// trailing rows) is a compaction: count = sum(mask) (one device->host read,
+// the result size depends on the data), then the masked_select kernel
+// copies the selected rows in order. The general path would write the
+// [count, k] int64 coordinates (nonzero) and gather through k index
+// tensors: for a full float32 mask that is 4x more bytes written than the
+// result itself. Returns an undefined tensor when the fast path does not
+// apply (the general path then gives the same result).
+Tensor try_masked_select(const Tensor& x, const std::vector<IndexItem>& items) {
+  if (items.size() != 1 || !items[0].is_tensor()) return {};
+  const Tensor& mask = items[0].as_tensor();
+  if (!mask.defined() || !x.defined() || mask.dtype() != DType::kBool || mask.dim() < 1 || mask.dim() > x.dim() ||
+      mask.device() != x.device())
+    return {};
+  for (std::int64_t d = 0; d < mask.dim(); ++d) {
+    if (mask.size(d) != x.size(d)) return {};  // incl. NumPy's size-0 mask dims: general path
+  }
+  const auto fn = kernels::kernels_for(x.device().type()).masked_select;
+  if (fn == nullptr) return {};
+  const std::int64_t n = mask.numel();
+  const std::int64_t count = n == 0 ? 0 : mask.sum().item().to_int64();
+  Shape shape{count};
+  std::int64_t row = 1;
+  for (std::int64_t d = mask.dim(); d < x.dim(); ++d) {
+    shape.push_back(x.size(d));
+    row *= x.size(d);
+  }
+  Tensor out = empty(shape, TensorOptions(x.dtype(), x.device()));
+  if (out.numel() == 0) return out;
+  // The kernel wants dense operands; copies only when they are not.
+  const Tensor src = x.is_contiguous() ? x : x.contiguous();
+  const Tensor m = mask.is_contiguous() ? mask : mask.contiguous();
+  kernels::StridedOperand mo, so, oo;
+  mo.data = m.data_ptr();
+  mo.dtype = DType::kBool;
+  mo.ndim = 1;
+  mo.sizes[0] = n;
+  mo.strides[0] = 1;
+  so.data = src.data_ptr();
+  so.dtype = x.dtype();
+  so.ndim = 2;
+  so.sizes[0] = n;
+  so.sizes[1] = row;
+  so.strides[0] = row;
+  so.strides[1] = 1;
+  oo = so;
+  oo.data = out.data_ptr();
+  oo.sizes[0] = count;
+  fn(detail::kernel_ctx(x.device()), oo, so, mo);
+  return out;
+}
+
+}  // namespace
+
 Tensor index(const Tensor& x, const std::vector<IndexItem>& items) {
+  if (Tensor fused = try_masked_select(x, items); fused.defined()) return fused;
   const IndexPlan plan = plan_index(x, items);
   if (plan.kind == IndexKind::kView) return plan.view;
   Tensor out = empty(plan.result_shape, TensorOptions(x.dtype(), x.device()));

@@ -938,6 +938,47 @@ TEST_F(GpuKernels, DenseFlatLarge) {
   }
 }
 
+// -------------------------------------------------------- masked_select ---
+
+// The fused mask-selection entry: CUDA vs CPU over every dtype, full masks
+// (row 1: CUB DeviceSelect), leading-dim masks (row > 1: scan + row copy,
+// 16-byte and element paths), empty / all-false / all-true masks and odd
+// sizes. The output buffer starts with sentinel bytes on both sides, so a
+// write past row `count` is caught.
+TEST_F(GpuKernels, MaskedSelect) {
+  struct Case {
+    std::int64_t n, row;
+  };
+  const Case cases[] = {{1, 1}, {1000, 1}, {100003, 1}, {7, 3}, {257, 4}, {33, 65}, {129, 1024}, {5, 8191}, {3000, 17}};
+  for (DType t : kAllDTypes) {
+    for (const Case& c : cases) {
+      if (skip_large({c.n, c.row})) continue;
+      for (int kind = 0; kind < 3; ++kind) {  // random, all false, all true
+        for (Layout sl : {Layout::kContiguous, Layout::kMisaligned}) {
+          const char* kind_name = kind == 0 ? "random mask" : kind == 1 ? "all-false mask" : "all-true mask";
+          View mask = make_view(DType::kBool, {c.n}, Layout::kContiguous, kind == 0);
+          if (kind == 2) {
+            std::fill(mask.buf->host.begin(), mask.buf->host.end(), 1);
+            mask.buf->upload();
+          }
+          std::int64_t count = 0;
+          for (std::int64_t i = 0; i < c.n; ++i) count += static_cast<const bool*>(mask.cpu.data)[i] ? 1 : 0;
+          View src = make_view(t, {c.n, c.row}, sl);
+          View out = make_view(t, {count, c.row}, Layout::kContiguous, false);
+          // Contract: count > 0 when called (the tensor layer skips empty results).
+          if (count > 0) {
+            cpu_table().masked_select(cpu_ctx(), out.cpu, src.cpu, mask.cpu);
+            gpu_table().masked_select(gpu_ctx(), out.gpu, src.gpu, mask.gpu);
+          }
+          EXPECT_SAME_RESULT(out, Tol::kExact, 1.0,
+                             "masked_select " << dtype_name(t) << " n=" << c.n << " row=" << c.row << " " << kind_name
+                                              << " count=" << count << " src " << layout_name(sl));
+        }
+      }
+    }
+  }
+}
+
 // --------------------------------------------------------------- matmul ---
 
 TEST_F(GpuKernels, Matmul) {
@@ -1115,6 +1156,61 @@ TEST_F(GpuTensorApi, OpsMatchCpu) {
   a.exp_();
   ag.exp_();
   expect_close(a, ag, "in place += mul_ exp_", 1e-6, 1e-6);
+}
+
+// x[mask] through the tensor API (Note [Fused mask selection]): cuda vs the
+// cpu result, and both vs the general nonzero + gather path (x[mask, ...]).
+TEST_F(GpuTensorApi, FusedMaskSelectMatchesCpu) {
+  manual_seed(21);
+  const std::vector<Shape> shapes = {{1}, {1000}, {33, 65}, {3, 5, 7}, {0, 4}, {4, 0}, {257, 129}};
+  for (DType t : kAllDTypes) {
+    for (const Shape& shape : shapes) {
+      const Tensor x = (randn(shape) * 10).to(t);
+      const Tensor xg = x.to(gpu());
+      for (std::size_t k = 1; k <= shape.size(); ++k) {
+        const Shape lead(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(k));
+        for (int kind = 0; kind < 3; ++kind) {
+          const Tensor mask = kind == 0 ? rand(lead) > 0.5 : kind == 1 ? zeros(lead, DType::kBool) : ones(lead, DType::kBool);
+          std::ostringstream what;
+          what << "x[mask] dtype " << dtype_name(t) << " x shape " << ::testing::PrintToString(shape) << " mask dims " << k
+               << (kind == 0 ? " random" : kind == 1 ? " all-false" : " all-true");
+          const Tensor cpu_result = x[mask];
+          expect_close(cpu_result, xg[mask.to(gpu())], what.str());
+          expect_close(cpu_result, xg[{mask.to(gpu()), Ellipsis}], what.str() + " (general path)");
+        }
+      }
+    }
+  }
+  // Non-contiguous x and mask on the GPU.
+  const Tensor x = randn({40, 30});
+  const Tensor m = randn({30, 40}) > 0;
+  expect_close(x.transpose(0, 1)[m], x.to(gpu()).transpose(0, 1)[m.to(gpu())], "transposed x[mask]");
+  const Tensor mt = m.transpose(0, 1);
+  expect_close(x[mt], x.to(gpu())[m.to(gpu()).transpose(0, 1)], "transposed mask");
+}
+
+// Bounds of several index tensors, checked with one transfer on cuda: the
+// same IndexError message as on the cpu.
+TEST_F(GpuTensorApi, IndexBoundsErrorsMatchCpu) {
+  const Tensor x = arange(24).view({2, 3, 4});
+  const Tensor xg = x.to(gpu());
+  auto message = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const IndexError& e) {
+      return e.message();
+    }
+    return "no IndexError";
+  };
+  const std::vector<std::vector<std::int64_t>> a = {{0, 7}, {-3, 1}, {1, 0}, {0, 1}};
+  const std::vector<std::vector<std::int64_t>> b = {{9, 0}, {0, 0}, {0, -4}, {2, 2}};
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const Tensor ia = tensor(a[i], Shape{2}), ib = tensor(b[i], Shape{2});
+    const std::string want = message([&] { (void)x[{ia, ib}]; });
+    const std::string got = message([&] { (void)xg[{ia.to(gpu()), ib.to(gpu())}]; });
+    EXPECT_EQ(got, want) << "case " << i;
+  }
+  expect_close(x[{tensor(a[3], Shape{2}), tensor(b[3], Shape{2})}], xg[{tensor(a[3], Shape{2}).to(gpu()), tensor(b[3], Shape{2}).to(gpu())}], "in range");
 }
 
 TEST_F(GpuTensorApi, IndexingMatchesCpu) {

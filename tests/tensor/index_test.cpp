@@ -6,6 +6,7 @@
 #include <random>
 
 #include "genesis/tensor/api.h"
+#include "genesis/tensor/backend.h"
 
 namespace genesis {
 namespace {
@@ -148,6 +149,15 @@ TEST(IndexAdvanced, OutOfRangeIsIndexErrorNamingTheDimension) {
   expect_msg([&] { x[{Ellipsis, idx({1, -5})}]; }, "index -5 is out of bounds for dimension 2 with size 4");
   expect_msg([&] { x[{NewAxis, Slice(), idx({0}), idx({9})}]; }, "index 9 is out of bounds for dimension 2 with size 4");
   EXPECT_THROW(x[tensor({0.5})], TypeMismatchError);
+  // Several index tensors are checked together (one transfer): the first
+  // offending tensor is named, its max before its min.
+  expect_msg([&] { x[{idx({0, 7}), idx({9, 0})}]; }, "index 7 is out of bounds for dimension 0 with size 2");
+  expect_msg([&] { x[{idx({-3, 5}), idx({9, 0})}]; }, "index 5 is out of bounds for dimension 0 with size 2");
+  expect_msg([&] { x[{idx({1, 0}), idx({0, -4})}]; }, "index -4 is out of bounds for dimension 1 with size 3");
+  // A strided index tensor is reduced through its strides.
+  expect_msg([&] { x[{Slice(), idx({0, 8, 1, 9, 3, 8}).slice(0, 0, 6, 2)}]; },
+             "index 3 is out of bounds for dimension 1 with size 3");
+  EXPECT_EQ((x[{Slice(), idx({0, 8, 1, 9, 2, 8}).slice(0, 0, 6, 2)}].shape()), (Shape{2, 3, 4}));
 }
 
 TEST(IndexAdvanced, BooleanMasks) {
@@ -184,6 +194,71 @@ TEST(IndexAdvanced, SeedExamples) {
   EXPECT_EQ((mixed[{3}].tolist<std::int64_t>()), (V{62, 63, 64, 65, 66, 67}));
   Tensor sel = data[{Slice(), arange(0, 10, 3)}];
   EXPECT_EQ(sel.sum(1).tolist<std::int64_t>()[0], 0 + 3 + 6 + 9);
+}
+
+// Note [Fused mask selection] in src/tensor/index.cpp: x[mask] with a mask
+// over x's leading dims takes the masked_select kernel; x[mask, ...] (two
+// items) still goes through nonzero + gather, so it is the reference.
+TEST(IndexAdvanced, FusedMaskSelectMatchesGeneralPath) {
+  manual_seed(5);
+  const std::vector<Shape> shapes = {{7}, {5, 6}, {3, 4, 5}, {1, 1}, {0, 3}, {4, 0}, {33, 2, 3}};
+  const DType dtypes[] = {DType::kBool,    DType::kUInt8,   DType::kInt8,    DType::kInt16,   DType::kInt32,
+                          DType::kInt64,   DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64};
+  for (const Shape& shape : shapes) {
+    for (DType t : dtypes) {
+      const Tensor x = (randn(shape) * 10).to(t);
+      for (std::size_t k = 1; k <= shape.size(); ++k) {
+        const Shape lead(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(k));
+        for (int kind = 0; kind < 3; ++kind) {  // random, all false, all true
+          const Tensor mask = kind == 0 ? rand(lead) > 0.5 : kind == 1 ? zeros(lead, DType::kBool) : ones(lead, DType::kBool);
+          const Tensor fused = x[mask];
+          const Tensor ref = x[{mask, Ellipsis}];
+          ASSERT_EQ(fused.shape(), ref.shape()) << "shape " << ::testing::PrintToString(shape) << " k=" << k;
+          EXPECT_TRUE(equal(fused, ref)) << "dtype " << t << " shape " << ::testing::PrintToString(shape) << " k=" << k
+                                         << " kind=" << kind;
+          EXPECT_EQ(fused.dtype(), t);
+        }
+      }
+    }
+  }
+  // Non-contiguous source and mask are made contiguous first.
+  const Tensor x = arange(24).view({2, 3, 4}).permute({2, 1, 0});  // [4, 3, 2]
+  const Tensor m = (remainder(arange(12).view({3, 4}), 3) == 0).transpose(0, 1);  // [4, 3]
+  EXPECT_TRUE(equal(x[m], x[{m, Ellipsis}]));
+  EXPECT_EQ(x[m].shape(), (Shape{4, 2}));
+  EXPECT_TRUE(equal(x[x > 11], x[{x > 11, Ellipsis}]));
+}
+
+TEST(IndexAdvanced, MaskedSelectKernelCpu) {
+  // The CPU entry directly, over chunk boundaries (rows of 1 byte: 256K
+  // per chunk) and rows of several elements.
+  const auto fn = kernels::kernels_for(DeviceType::kCPU).masked_select;
+  ASSERT_NE(fn, nullptr);
+  for (std::int64_t row : {std::int64_t{1}, std::int64_t{3}, std::int64_t{1000}}) {
+    const std::int64_t n = row == 1 ? 600000 : 777;
+    const Tensor mask = rand({n}) > 0.3;
+    const Tensor src = arange(n * row).view({n, row}).to(DType::kInt32);
+    const std::int64_t count = mask.sum().item().to_int64();
+    Tensor out = empty({count, row}, DType::kInt32);
+    kernels::StridedOperand mo, so, oo;
+    mo.data = mask.data_ptr();
+    mo.dtype = DType::kBool;
+    mo.ndim = 1;
+    mo.sizes[0] = n;
+    mo.strides[0] = 1;
+    so.data = src.data_ptr();
+    so.dtype = DType::kInt32;
+    so.ndim = 2;
+    so.sizes[0] = n;
+    so.sizes[1] = row;
+    so.strides[0] = row;
+    so.strides[1] = 1;
+    oo = so;
+    oo.data = out.data_ptr();
+    oo.sizes[0] = count;
+    fn(kernels::KernelContext{Device{}, ~memory::StreamId{0}}, oo, so, mo);
+    EXPECT_TRUE(equal(out, src[{mask, Ellipsis}])) << "row " << row;
+  }
 }
 
 TEST(IndexPlanTest, PlansRecordTheLayout) {

@@ -209,6 +209,20 @@ struct KernelTable {
   /// coordinates of every true element of `mask` (bool) in row-major order.
   void (*nonzero)(const KernelContext& ctx, const StridedOperand& out, const StridedOperand& mask) = nullptr;
 
+  /// Fused mask selection (x[mask] without materialised coordinates):
+  /// out row r = src row i_r, where i_0 < i_1 < ... are the indices of the
+  /// true elements of `mask` in order. Contract:
+  ///   * mask: bool, contiguous, 1-d of n elements (the tensor layer
+  ///     flattens the mask's dims);
+  ///   * src: contiguous 2-d [n, row] (row = product of the dims the mask
+  ///     does not cover; 1 for a mask of src's full shape), any dtype;
+  ///   * out: contiguous 2-d [count, row] of src's dtype, count = the number
+  ///     of true elements (computed beforehand with kSum: the output size
+  ///     depends on the data); count > 0, row > 0 and n > 0 when called.
+  /// Only bytes move (no dtype conversion).
+  void (*masked_select)(const KernelContext& ctx, const StridedOperand& out, const StridedOperand& src,
+                        const StridedOperand& mask) = nullptr;
+
   /// Batched matrix product out[b] = a[b] @ b[b] for 3-d operands
   /// a [B, M, K], b [B, K, N], out [B, M, N] of one dtype (float16, bfloat16,
   /// float32, float64 and, on the CPU, the integer dtypes). Each matrix of a

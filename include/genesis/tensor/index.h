@@ -21,9 +21,14 @@
 // is serial; NumPy leaves it unspecified, and so does Genesis for other
 // backends (a CUDA scatter may keep any of the values).
 //
-// On CUDA the bounds check reads each index tensor's min and max on the host
-// (one synchronisation per advanced index), and a boolean mask needs its
-// count (one more): the price of raising IndexError before any kernel runs.
+// On CUDA the bounds check reduces every index tensor's max and min into one
+// small device buffer and reads it on the host in one transfer (one
+// synchronisation per index expression), and a boolean mask needs its count
+// (one more): the price of raising IndexError before any kernel runs.
+// index(x, {mask}) with one bool mask over x's leading dims skips the
+// coordinates altogether (Note [Fused mask selection] in src/tensor/index.cpp:
+// count, then the masked_select kernel); plan_index still describes it as
+// the general mask-compaction plan.
 #pragma once
 
 #include <cstdint>

@@ -16,6 +16,7 @@ void install_cpu_kernels(KernelTable& t) {
   t.gather = &cpu::gather;
   t.scatter = &cpu::scatter;
   t.nonzero = &cpu::nonzero;
+  t.masked_select = &cpu::masked_select;
   t.matmul = &cpu::matmul;
 }
 

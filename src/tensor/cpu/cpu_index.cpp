@@ -1,6 +1,7 @@
 // CPU kernels of advanced indexing: gather, scatter and mask compaction
 // (Note [Advanced indexing] in genesis/tensor/index.h).
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "cpu_kernels.h"
@@ -128,6 +129,41 @@ void nonzero(const KernelContext&, const StridedOperand& out, const StridedOpera
         for (int d = 0; d < nd; ++d) o[row * nd + d] = idx[d];
         ++row;
       });
+    }
+  });
+}
+
+void masked_select(const KernelContext&, const StridedOperand& out, const StridedOperand& src,
+                   const StridedOperand& mask) {
+  // Contract (backend.h): mask contiguous bool [n], src contiguous [n, row],
+  // out contiguous [count, row]. Rows move as bytes; the same two-pass chunk
+  // scheme as nonzero keeps the output in order whatever the threads.
+  const std::int64_t n = mask.numel();
+  if (n == 0 || out.numel() == 0) return;
+  const bool* m = static_cast<const bool*>(mask.data);
+  const std::int64_t row_bytes = src.sizes[1] * static_cast<std::int64_t>(dtype_size(src.dtype));
+  const char* s = static_cast<const char*>(src.data);
+  char* o = static_cast<char*>(out.data);
+  // Chunks of about 64K elements' worth of bytes, at least one row each.
+  const std::int64_t chunk = std::max<std::int64_t>(1, (std::int64_t{1} << 18) / std::max<std::int64_t>(1, row_bytes));
+  const std::int64_t chunks = (n + chunk - 1) / chunk;
+  std::vector<std::int64_t> first_row(static_cast<std::size_t>(chunks) + 1, 0);
+  parallel_for(chunks, 1, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t c = b; c < e; ++c) {
+      std::int64_t k = 0;
+      for (std::int64_t i = c * chunk, end = std::min(n, (c + 1) * chunk); i < end; ++i) k += m[i] ? 1 : 0;
+      first_row[static_cast<std::size_t>(c) + 1] = k;
+    }
+  });
+  for (std::size_t c = 1; c < first_row.size(); ++c) first_row[c] += first_row[c - 1];
+  parallel_for(chunks, 1, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t c = b; c < e; ++c) {
+      std::int64_t r = first_row[static_cast<std::size_t>(c)];
+      for (std::int64_t i = c * chunk, end = std::min(n, (c + 1) * chunk); i < end; ++i) {
+        if (!m[i]) continue;
+        std::memcpy(o + r * row_bytes, s + i * row_bytes, static_cast<std::size_t>(row_bytes));
+        ++r;
+      }
     }
   });
 }

@@ -22,6 +22,8 @@ void gather(const KernelContext& ctx, const StridedOperand& out, const StridedOp
 void scatter(const KernelContext& ctx, const StridedOperand& dst, const StridedOperand& values,
              const IndexArgs& index, bool accumulate);
 void nonzero(const KernelContext& ctx, const StridedOperand& out, const StridedOperand& mask);
+void masked_select(const KernelContext& ctx, const StridedOperand& out, const StridedOperand& src,
+                   const StridedOperand& mask);
 void matmul(const KernelContext& ctx, const StridedOperand& out, const StridedOperand& a, const StridedOperand& b,
             const MatmulParams& params);
 

@@ -24,6 +24,7 @@ void install_cuda_kernels([[maybe_unused]] KernelTable& t) {
   t.gather = &cuda_impl::gather;
   t.scatter = &cuda_impl::scatter;
   t.nonzero = &cuda_impl::nonzero;
+  t.masked_select = &cuda_impl::masked_select;
   t.matmul = &cuda_impl::matmul;
 #endif
 }

@@ -56,6 +56,7 @@ __device__ __forceinline__ std::int64_t indexed_offset(const IndexInfo& info, co
 }
 
 constexpr int kGatherUnroll = 4;
+constexpr int kRowUnroll = 4;  // 16-byte loads in flight per thread in gather_rows_kernel
 
 // General gather: operands out(0), src(1), indices(2..). Each thread keeps
 // kGatherUnroll independent index -> value chains in flight (an element's
@@ -94,9 +95,25 @@ __global__ void __launch_bounds__(kThreads) gather_rows_kernel(char* out, const 
   if (row >= rows) return;
   std::int64_t off[N];
   iter_offsets<std::int64_t, N>(outer, row, off);
-  U* o = reinterpret_cast<U*>(out + off[0]);
-  const U* s = reinterpret_cast<const U*>(src + off[1] + indexed_offset<N>(info, off));
-  for (std::int64_t j = threadIdx.x; j < inner; j += blockDim.x) o[j] = s[j];
+  U* __restrict__ o = reinterpret_cast<U*>(out + off[0]);
+  const U* __restrict__ s = reinterpret_cast<const U*>(src + off[1] + indexed_offset<N>(info, off));
+  // kRowUnroll independent loads before their stores: a plain o[j] = s[j]
+  // loop keeps one 16-byte load per thread in flight (the store may alias
+  // the next load as far as the compiler knows), too few bytes to cover
+  // HBM latency with one block per row. out never overlaps src (gather
+  // contract), so __restrict__ holds.
+  const std::int64_t bx = blockDim.x;
+  for (std::int64_t j = threadIdx.x; j < inner; j += bx * kRowUnroll) {
+    U v[kRowUnroll];
+#pragma unroll
+    for (int u = 0; u < kRowUnroll; ++u) {
+      if (j + u * bx < inner) v[u] = s[j + u * bx];
+    }
+#pragma unroll
+    for (int u = 0; u < kRowUnroll; ++u) {
+      if (j + u * bx < inner) o[j + u * bx] = v[u];
+    }
+  }
 }
 
 // out[i] op= v for accumulating scatter.

@@ -11,6 +11,7 @@
 // own count goes to a scratch word. Temporary memory comes from Genesis's
 // caching allocator on the stream and is released right after the call is
 // queued (stream-ordered reuse).
+#include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/tabulate_output_iterator.h>
@@ -95,6 +96,120 @@ void nonzero(const KernelContext& ctx, const StridedOperand& out, const StridedO
   alloc.deallocate(scratch);  // stream-ordered: reused on this stream only after the selection
   GENESIS_CUDA_CHECK(err);
   GENESIS_CUDA_CHECK_LAUNCH();
+}
+
+// Fused mask selection (the masked_select entry, contract in backend.h):
+//   * row == 1 (a mask of src's full shape): one CUB DeviceSelect::Flagged
+//     pass over the elements, moved as unsigned integers of their size;
+//   * row > 1 (a mask over leading dims selecting whole rows): an exclusive
+//     scan of the mask gives each selected row its output position, then
+//     masked_rows_kernel copies the selected rows, TY rows per block and TX
+//     threads per row, with 16-byte accesses when everything is aligned.
+// The count is known beforehand (out.sizes[0]), so nothing here waits for
+// the device: CUB's own selected-count goes to a scratch word.
+namespace {
+
+struct BoolToInt64 {
+  __device__ std::int64_t operator()(bool b) const { return b ? 1 : 0; }
+};
+
+constexpr int kRowUnroll = 4;  // 16-byte loads in flight per thread
+
+template <typename U>
+__global__ void __launch_bounds__(kThreads) masked_rows_kernel(U* __restrict__ out, const U* __restrict__ src,
+                                                              const bool* __restrict__ mask,
+                                                              const std::int64_t* __restrict__ pos, std::int64_t n,
+                                                              std::int64_t units) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.y;
+  for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; r < n; r += stride) {
+    if (!mask[r]) continue;
+    const U* s = src + r * units;
+    U* o = out + pos[r] * units;
+    const std::int64_t bx = blockDim.x;
+    // Loads first, then stores: kRowUnroll independent loads per thread
+    // keep more bytes in flight than a load-store-load chain.
+    for (std::int64_t j = threadIdx.x; j < units; j += bx * kRowUnroll) {
+      U v[kRowUnroll];
+#pragma unroll
+      for (int u = 0; u < kRowUnroll; ++u) {
+        if (j + u * bx < units) v[u] = s[j + u * bx];
+      }
+#pragma unroll
+      for (int u = 0; u < kRowUnroll; ++u) {
+        if (j + u * bx < units) o[j + u * bx] = v[u];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void masked_select(const KernelContext& ctx, const StridedOperand& out, const StridedOperand& src,
+                   const StridedOperand& mask) {
+  const std::int64_t n = mask.numel();
+  const std::int64_t count = out.sizes[0];
+  const std::int64_t row = src.sizes[1];
+  if (n == 0 || count == 0 || row == 0) return;
+  LaunchScope scope(ctx);
+  memory::CachingAllocator& alloc = memory::cuda_allocator(ctx.device.index());
+  const auto* m = static_cast<const bool*>(mask.data);
+  const std::size_t isz = dtype_size(src.dtype);
+
+  if (row == 1) {
+    dispatch_size(isz, [&](auto tag) {
+      using U = typename decltype(tag)::type;
+      const auto* in = static_cast<const U*>(src.data);
+      auto* o = static_cast<U*>(out.data);
+      std::size_t temp_bytes = 0;
+      GENESIS_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, temp_bytes, in, m, o, static_cast<std::int64_t*>(nullptr),
+                                                    n, scope.stream()));
+      const std::size_t count_at = (temp_bytes + 255) / 256 * 256;
+      char* scratch = static_cast<char*>(alloc.allocate(count_at + sizeof(std::int64_t), scope.stream_id()));
+      const cudaError_t err = cub::DeviceSelect::Flagged(scratch, temp_bytes, in, m, o,
+                                                         reinterpret_cast<std::int64_t*>(scratch + count_at), n,
+                                                         scope.stream());
+      alloc.deallocate(scratch);  // stream-ordered: reused on this stream only after the selection
+      GENESIS_CUDA_CHECK(err);
+    });
+    GENESIS_CUDA_CHECK_LAUNCH();
+    return;
+  }
+
+  // Output position of every row: exclusive sum of the mask (in int64: the
+  // scan's accumulator follows its input type, bool would saturate).
+  const auto flags = thrust::make_transform_iterator(m, BoolToInt64{});
+  std::size_t temp_bytes = 0;
+  GENESIS_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, flags, static_cast<std::int64_t*>(nullptr), n,
+                                                   scope.stream()));
+  const std::size_t pos_at = (temp_bytes + 255) / 256 * 256;
+  char* scratch =
+      static_cast<char*>(alloc.allocate(pos_at + static_cast<std::size_t>(n) * sizeof(std::int64_t), scope.stream_id()));
+  auto* pos = reinterpret_cast<std::int64_t*>(scratch + pos_at);
+  cudaError_t err = cub::DeviceScan::ExclusiveSum(scratch, temp_bytes, flags, pos, n, scope.stream());
+  if (err == cudaSuccess) {
+    const std::int64_t row_bytes = row * static_cast<std::int64_t>(isz);
+    const bool vec = row_bytes % 16 == 0 && aligned_to(out.data, 16) && aligned_to(src.data, 16);
+    const std::int64_t units = vec ? row_bytes / 16 : row;
+    const int tx = units >= 256 ? 256 : units >= 128 ? 128 : units >= 64 ? 64 : 32;
+    const int ty = kThreads / tx;
+    const std::int64_t need = (n + ty - 1) / ty;
+    // Grid-stride over rows beyond a few waves (also keeps grid.x in range).
+    const std::int64_t cap = static_cast<std::int64_t>(sm_count()) * 64;
+    const dim3 grid(static_cast<unsigned>(need < cap ? need : cap)), block(static_cast<unsigned>(tx), static_cast<unsigned>(ty));
+    if (vec) {
+      masked_rows_kernel<uint4><<<grid, block, 0, scope.stream()>>>(static_cast<uint4*>(out.data),
+                                                                     static_cast<const uint4*>(src.data), m, pos, n, units);
+    } else {
+      dispatch_size(isz, [&](auto tag) {
+        using U = typename decltype(tag)::type;
+        masked_rows_kernel<U><<<grid, block, 0, scope.stream()>>>(static_cast<U*>(out.data),
+                                                                  static_cast<const U*>(src.data), m, pos, n, units);
+      });
+    }
+    err = cudaGetLastError();
+  }
+  alloc.deallocate(scratch);  // stream-ordered, after the scan and the copy
+  GENESIS_CUDA_CHECK(err);
 }
 
 }  // namespace genesis::kernels::cuda_impl
