@@ -17,9 +17,9 @@
 // into `splits` chunks (blockIdx.y); each chunk writes a partial
 // accumulator and reduce_partials_kernel merges them per output, in chunk
 // order. The split depends only on the shape, so results are deterministic.
-// Accumulators: int64 for bool/integers (as on the CPU), float for the 16-bit
-// floats and float32 (the CPU uses double for float32, see sum_acc_t),
-// double for float64.
+// Accumulators follow the CPU (int64 for bool/integers, float for the 16-bit
+// floats, double for float32/float64): sums differ from the CPU only by the
+// order of additions.
 #pragma once
 
 #include <limits>
@@ -30,13 +30,8 @@
 namespace genesis::kernels::cuda_impl {
 
 template <typename T>
-// float32 sums accumulate in float, as PyTorch's do: a double accumulator
-// costs ~2.5% of the bandwidth of a full fp32 sum on the H200 (4186 vs 4288
-// GB/s, 2026-11-21), and the split into many partials keeps the error small.
-// The CPU backend still sums float32 in double; the GPU tests compare floating
-// sums with a tolerance.
 using sum_acc_t = std::conditional_t<std::is_integral_v<T>, std::int64_t,
-                                     std::conditional_t<std::is_same_v<T, double>, double, float>>;
+                                     std::conditional_t<kIsHalfLike<T>, float, double>>;
 
 // Result stored as the op's output type O (the input type, or bool for
 // any/all), or as int64 when the output is int64 and O is not (sum/prod of
