@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "genesis/core/cast.h"
 #include "genesis/core/error.h"
 #include "genesis/core/half.h"
 
@@ -23,107 +24,24 @@ struct BoolByte {
   std::uint8_t v;
 };
 
-template <typename T>
-inline constexpr bool kIsHalfLike = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
-template <typename T>
-inline constexpr bool kIsInteger = std::is_integral_v<T>;
-
-template <typename T>
-inline constexpr bool kIsFloating = std::is_floating_point_v<T> || kIsHalfLike<T>;
-
-// int64 -> double with round-to-odd: the dropped low bits are folded into a
-// sticky last bit. A double holds 53 bits, far more than the 11 + 2 that a
-// second rounding to float16/bfloat16 needs to stay correct, so
-// double_to_*_bits of the result equals rounding the int64 once.
-double int64_to_double_round_odd(std::int64_t v) {
-  const bool negative = v < 0;
-  // Negate in unsigned arithmetic: INT64_MIN has no positive int64.
-  std::uint64_t mag = negative ? 0 - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
-  int shift = 0;
-  if (mag >> 53) {
-    shift = 64 - std::countl_zero(mag) - 53;
-    const bool sticky = (mag & ((std::uint64_t{1} << shift) - 1)) != 0;
-    mag = (mag >> shift) | (sticky ? 1u : 0u);
-  }
-  const double d = std::ldexp(static_cast<double>(mag), shift);  // exact
-  return negative ? -d : d;
-}
-
-// Widens any floating element exactly to double.
-template <typename S>
-double to_double(S s) {
-  if constexpr (std::is_same_v<S, Half>) {
-    return static_cast<double>(half_bits_to_float(s.bits));
-  } else if constexpr (std::is_same_v<S, BFloat16>) {
-    return static_cast<double>(bfloat16_bits_to_float(s.bits));
-  } else {
-    return static_cast<double>(s);
-  }
-}
-
-// Floating -> integer per Note [Cast semantics]. `d` is the exact source value.
-template <typename D>
-D float_to_integer(double d) {
-  // 2^63 and 2^31 are exact doubles; NaN fails every comparison.
-  constexpr double kTwo63 = 9223372036854775808.0;
-  const double t = std::trunc(d);
-  if constexpr (std::is_same_v<D, std::int32_t>) {
-    if (t >= -2147483648.0 && t < 2147483648.0) return static_cast<std::int32_t>(t);
-    return std::numeric_limits<std::int32_t>::min();
-  } else {
-    const std::int64_t wide = (t >= -kTwo63 && t < kTwo63) ? static_cast<std::int64_t>(t)
-                                                           : std::numeric_limits<std::int64_t>::min();
-    // Integer -> integer conversion wraps modulo 2^bits since C++20.
-    return static_cast<D>(wide);
-  }
-}
-
-// One element, per Note [Cast semantics].
+// One element, per Note [Cast semantics]: the rules live in core/cast.h,
+// shared with every kernel backend. A bool source byte is read as "nonzero"
+// (cast<> itself expects a C++ bool, 0 or 1).
 template <typename D, typename S>
 D cast_one(S s) {
-  if constexpr (std::is_same_v<S, BoolByte>) {
-    const bool b = s.v != 0;
-    if constexpr (std::is_same_v<D, BoolByte>) return BoolByte{static_cast<std::uint8_t>(b)};
-    else if constexpr (std::is_same_v<D, Half>) return Half::from_bits(b ? 0x3c00 : 0);
-    else if constexpr (std::is_same_v<D, BFloat16>) return BFloat16::from_bits(b ? 0x3f80 : 0);
-    else return static_cast<D>(b ? 1 : 0);
+  if constexpr (std::is_same_v<S, BoolByte> && std::is_same_v<D, BoolByte>) {
+    return BoolByte{static_cast<std::uint8_t>(s.v != 0)};
+  } else if constexpr (std::is_same_v<S, BoolByte>) {
+    return kernels::cast<D>(s.v != 0);
   } else if constexpr (std::is_same_v<D, BoolByte>) {
-    if constexpr (kIsHalfLike<S>) {
-      // Zero is +-0 only; NaN has a nonzero magnitude and so is true.
-      return BoolByte{static_cast<std::uint8_t>((s.bits & 0x7fffu) != 0)};
-    } else {
-      return BoolByte{static_cast<std::uint8_t>(s != 0)};  // NaN != 0 holds
-    }
-  } else if constexpr (kIsInteger<S>) {
-    if constexpr (kIsInteger<D> || std::is_floating_point_v<D>) {
-      return static_cast<D>(s);  // wraps / rounds to nearest once
-    } else if constexpr (std::is_same_v<S, std::int64_t>) {
-      const double d = int64_to_double_round_odd(s);
-      if constexpr (std::is_same_v<D, Half>) return Half::from_bits(double_to_half_bits(d));
-      else return BFloat16::from_bits(double_to_bfloat16_bits(d));
-    } else {
-      const double d = static_cast<double>(s);  // exact for 32 bits and less
-      if constexpr (std::is_same_v<D, Half>) return Half::from_bits(double_to_half_bits(d));
-      else return BFloat16::from_bits(double_to_bfloat16_bits(d));
-    }
-  } else {  // floating source
-    if constexpr (kIsInteger<D>) {
-      return float_to_integer<D>(to_double(s));
-    } else if constexpr (std::is_same_v<S, double>) {
-      if constexpr (std::is_same_v<D, Half>) return Half::from_bits(double_to_half_bits(s));
-      else if constexpr (std::is_same_v<D, BFloat16>) return BFloat16::from_bits(double_to_bfloat16_bits(s));
-      else return static_cast<D>(s);  // IEEE narrowing (Annex F): overflow -> inf
-    } else {
-      // float, float16 and bfloat16 all widen exactly to float.
-      float f;
-      if constexpr (std::is_same_v<S, Half>) f = half_bits_to_float(s.bits);
-      else if constexpr (std::is_same_v<S, BFloat16>) f = bfloat16_bits_to_float(s.bits);
-      else f = s;
-      if constexpr (std::is_same_v<D, Half>) return Half::from_bits(float_to_half_bits(f));
-      else if constexpr (std::is_same_v<D, BFloat16>) return BFloat16::from_bits(float_to_bfloat16_bits(f));
-      else return static_cast<D>(f);
-    }
+    return BoolByte{static_cast<std::uint8_t>(kernels::cast<bool>(s))};
+  } else if constexpr (std::is_same_v<D, S> && kernels::kIsHalfLike<S>) {
+    // convert_dtype passes 16-bit floats through float even to their own
+    // type (signalling NaNs come out quiet, as on the GPU); cast<> keeps an
+    // identity copy bit for bit.
+    return kernels::cast<D>(kernels::cast<float>(s));
+  } else {
+    return kernels::cast<D>(s);
   }
 }
 

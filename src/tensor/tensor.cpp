@@ -10,7 +10,7 @@
 #include "genesis/storage/convert.h"
 #include "genesis/storage/copy.h"
 #include "genesis/storage/storage_view.h"
-#include "genesis/tensor/cast.h"
+#include "genesis/core/cast.h"
 #include "genesis/tensor/creation.h"
 #include "genesis/tensor/promotion.h"
 #include "genesis/tensor/shape_ops.h"

@@ -77,7 +77,7 @@ TEST(TensorDtypeMatrix, UnaryOpsAndReductionsMatchWideReference) {
 }
 
 TEST(TensorDtypeMatrix, StridedCastsAgreeWithStorageConversion) {
-  // The kernel's strided cast (tensor/cast.h) against convert_dtype of the
+  // The kernel's strided cast (core/cast.h) against convert_dtype of the
   // storage layer (contiguous path), for all 100 pairs, with values that
   // overflow the narrow types.
   const Tensor src = tensor({-3.7, -1.0, 2.5, 300.0, 70000.0, -1e10, 0.0, 1e-30});

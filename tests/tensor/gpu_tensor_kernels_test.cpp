@@ -36,7 +36,7 @@
 #include "genesis/cuda/runtime.h"
 #include "genesis/tensor/api.h"
 #include "genesis/tensor/backend.h"
-#include "genesis/tensor/cast.h"
+#include "genesis/core/cast.h"
 
 #if GENESIS_WITH_CUDA
 #include <cuda_runtime_api.h>

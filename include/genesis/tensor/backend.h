@@ -53,7 +53,7 @@ struct StridedOperand {
   std::int64_t strides[kMaxDims] = {};  // in elements; 0 = broadcast
   // An input may be a broadcast constant instead of memory: then every
   // element equals `scalar` converted to this operand's dtype
-  // (kernels::scalar_to in tensor/cast.h), the strides are all 0 and `data`
+  // (kernels::scalar_to in core/cast.h), the strides are all 0 and `data`
   // is null. Only inputs of binary, where and scatter's values use it.
   bool is_scalar = false;
   Scalar scalar{};

@@ -10,7 +10,7 @@
 
 #include "genesis/core/half.h"
 #include "genesis/tensor/backend.h"
-#include "genesis/tensor/cast.h"
+#include "genesis/core/cast.h"
 #include "genesis/tensor/philox.h"
 
 namespace genesis::kernels {

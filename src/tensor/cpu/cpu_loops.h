@@ -19,7 +19,7 @@
 #include "genesis/core/dtype.h"
 #include "genesis/core/half.h"
 #include "genesis/tensor/backend.h"
-#include "genesis/tensor/cast.h"
+#include "genesis/core/cast.h"
 #include "thread_pool.h"
 
 namespace genesis::kernels::cpu {

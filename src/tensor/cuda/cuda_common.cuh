@@ -24,7 +24,7 @@
 #include "genesis/cuda/runtime.h"
 #include "genesis/cuda/stream.h"
 #include "genesis/tensor/backend.h"
-#include "genesis/tensor/cast.h"
+#include "genesis/core/cast.h"
 
 namespace genesis::kernels::cuda_impl {
 

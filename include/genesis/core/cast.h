@@ -1,8 +1,9 @@
-// Element casts for kernels, host and device: cast<D>(s) follows Note [Cast
-// semantics] in storage/convert.h exactly (the same results as
-// convert_dtype), so that a strided copy on any backend converts like the
-// storage layer does. Also the compute types: float16 and bfloat16 compute
-// in float.
+// Element casts, host and device: cast<D>(s) is the one definition of Note
+// [Cast semantics] (storage/convert.h). convert_dtype and every kernel
+// backend call it, so a strided tensor copy converts exactly like the storage
+// layer does. Also the compute types: float16 and bfloat16 compute in float.
+// (In core, below storage and tensor, because both use it; the namespace
+// stays genesis::kernels, where its callers name it.)
 #pragma once
 
 #include <cmath>
