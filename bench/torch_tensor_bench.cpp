@@ -17,8 +17,8 @@
 //
 // Timing: each op runs 3 warm-ups, then --reps repetitions, each a batch of
 // calls (about 2 ms) between two cudaEvents on the legacy default stream
-// (both libraries queue there by default); the median time per call is
-// reported. GB/s count bytes read + written.
+// (both libraries queue there by default), the two libraries' repetitions
+// interleaved; the median time per call is reported. GB/s count bytes read + written.
 // Output: "RESULT op=.. impl=genesis|pytorch gbps=.. ms=.. tflops=.." lines,
 // then a side-by-side table with the ratio genesis / pytorch.
 //
@@ -36,6 +36,8 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "genesis/tensor/api.h"
@@ -63,19 +65,24 @@ void check(cudaError_t e, const char* what) {
   }
 }
 
-// Median milliseconds per call of fn(). After 3 warm-ups, each timed
-// repetition runs `inner` calls back to back between two events, with
-// `inner` chosen so that a repetition lasts about 2 ms: host-side launch
-// overhead then overlaps the GPU work of the previous call, as in a real
-// program, for both libraries alike (a single call between two events would
-// charge the host's time before the launch to the GPU).
-double median_ms(const std::function<void()>& fn) {
+// Median milliseconds per call of a() and of b(), measured interleaved.
+// After 3 warm-ups each, a timed repetition runs `inner` calls back to back
+// between two cudaEvents, with `inner` chosen per function so that a
+// repetition lasts about 2 ms: host-side launch overhead then overlaps the
+// GPU work of the previous call, as in a real program (a single call between
+// two events would charge the host's time before the launch to the GPU).
+// Repetitions alternate a, b, b, a, a, b, ... so that clock and power drift
+// over the run (large for compute-bound matmuls: measuring all of one
+// library and then all of the other moved 4096^2 matmuls by ~10%) falls on
+// both alike.
+std::pair<double, double> median_ms_pair(const std::function<void()>& a, const std::function<void()>& b) {
   cudaEvent_t start = nullptr, stop = nullptr;
   check(cudaEventCreate(&start), "cudaEventCreate");
   check(cudaEventCreate(&stop), "cudaEventCreate");
-  for (int i = 0; i < 3; ++i) fn();
+  for (int i = 0; i < 3; ++i) a();
+  for (int i = 0; i < 3; ++i) b();
   check(cudaDeviceSynchronize(), "warm-up");
-  auto timed = [&](int inner) {
+  auto timed = [&](const std::function<void()>& fn, int inner) {
     check(cudaEventRecord(start, nullptr), "record");
     for (int k = 0; k < inner; ++k) fn();
     check(cudaEventRecord(stop, nullptr), "record");
@@ -84,14 +91,26 @@ double median_ms(const std::function<void()>& fn) {
     check(cudaEventElapsedTime(&ms, start, stop), "elapsed");
     return static_cast<double>(ms) / inner;
   };
-  const double once = timed(1);
-  const int inner = static_cast<int>(std::clamp(2.0 / std::max(once, 1e-3), 1.0, 200.0));
-  std::vector<double> t;
-  for (int i = 0; i < g_reps; ++i) t.push_back(timed(inner));
+  auto inner_for = [&](const std::function<void()>& fn) {
+    const double once = timed(fn, 1);
+    return static_cast<int>(std::clamp(2.0 / std::max(once, 1e-3), 1.0, 200.0));
+  };
+  const int inner_a = inner_for(a), inner_b = inner_for(b);
+  std::vector<double> ta, tb;
+  for (int i = 0; i < g_reps; ++i) {
+    if (i % 2 == 0) {
+      ta.push_back(timed(a, inner_a));
+      tb.push_back(timed(b, inner_b));
+    } else {
+      tb.push_back(timed(b, inner_b));
+      ta.push_back(timed(a, inner_a));
+    }
+  }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  std::sort(ta.begin(), ta.end());
+  std::sort(tb.begin(), tb.end());
+  return {ta[ta.size() / 2], tb[tb.size() / 2]};
 }
 
 struct Row {
@@ -116,8 +135,7 @@ void bench(const std::string& op, double bytes, double flops, const std::functio
   r.flops = flops;
   // Each side gets its own warm-up (one-time setup such as cuBLAS handles
   // is outside the timed runs).
-  r.torch_ms = median_ms(torch_fn);
-  r.genesis_ms = median_ms(genesis_fn);
+  std::tie(r.torch_ms, r.genesis_ms) = median_ms_pair(torch_fn, genesis_fn);
   result_line(op, "pytorch", r.torch_ms, bytes, flops);
   result_line(op, "genesis", r.genesis_ms, bytes, flops);
   g_rows.push_back(r);

@@ -10,6 +10,7 @@
 
 #include "bindings.h"
 #include "genesis/cuda/device_properties.h"
+#include "genesis/cuda/async_errors.h"
 #include "genesis/cuda/runtime.h"
 
 namespace genesis::python {
@@ -34,6 +35,8 @@ void bind_cuda_runtime(py::module_& m) {
   m.def("cuda_current_device", &cuda::current_device_or_zero, "The current CUDA device (0 without one).");
   m.def("cuda_set_device", &cuda::set_device, py::arg("device"));
   m.def("cuda_synchronize", &cuda::synchronize_device, py::arg("device"), py::call_guard<py::gil_scoped_release>());
+  m.def("cuda_sync_index_checks", &cuda::sync_index_checks);
+  m.def("cuda_set_sync_index_checks", &cuda::set_sync_index_checks, py::arg("on"));
   m.def(
       "cuda_mem_get_info",
       [](int device) {

@@ -73,3 +73,42 @@ def test_cuda_ops_and_indexing(cuda0):
         a[a > 5] = 0
         assert np.array_equal(x.cpu().numpy(), a)
     _kernel(body)
+
+
+@requires_cuda
+def test_gpu_index_errors_are_raised_at_the_next_synchronization(cuda0):
+    a = np.arange(40 * 30, dtype=np.float32).reshape(40, 30)
+    x = g.tensor(a, device="cuda")
+    bad = g.tensor(np.array([0, 40, 3]), device="cuda")
+    assert g.cuda.sync_index_checks() is False
+    y = x[bad]  # queued without a wait
+    with pytest.raises(IndexError, match="index 40 is out of bounds for dimension 0 with size 40"):
+        g.cuda.synchronize()
+    g.cuda.synchronize()  # reported once
+    with pytest.raises(IndexError, match="index 40 is out of bounds"):
+        x[bad].cpu()
+    with pytest.raises(IndexError, match="index -31 is out of bounds for dimension 1 with size 30"):
+        x[:, g.tensor(np.array([-31, 2]), device="cuda")].cpu()
+    # Everything still works, and in-range gathers are right.
+    good = np.array([39, -40, 7])
+    assert np.array_equal(x[g.tensor(good, device="cuda")].cpu().numpy(), a[good])
+    del y
+
+
+@requires_cuda
+def test_gpu_sync_index_checks_raise_at_the_call(cuda0):
+    x = g.zeros((4, 3), device="cuda")
+    g.cuda.set_sync_index_checks(True)
+    try:
+        with pytest.raises(IndexError, match=r"^index 4 is out of bounds for dimension 0 with size 4 \["):
+            x[g.tensor(np.array([1, 4]), device="cuda")]
+    finally:
+        g.cuda.set_sync_index_checks(False)
+    with pytest.raises(TypeError):
+        g.cuda.set_sync_index_checks(1)
+    # A failed assignment writes nothing (its error comes at the next
+    # synchronisation by default).
+    with pytest.raises(IndexError, match="index 9 is out of bounds"):
+        x[g.tensor(np.array([0, 9]), device="cuda")] = 1.0
+        g.cuda.synchronize()
+    assert np.array_equal(x.cpu().numpy(), np.zeros((4, 3), dtype=np.float32))

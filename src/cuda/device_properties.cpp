@@ -8,6 +8,7 @@
 
 #include "device_index.h"
 #include "genesis/core/error.h"
+#include "genesis/cuda/async_errors.h"
 #include "genesis/cuda/check.h"
 #include "genesis/cuda/runtime.h"
 
@@ -87,6 +88,7 @@ void synchronize() {
   if (device_count() == 0) detail::throw_cuda_unavailable("synchronize()", __FILE__, __LINE__);
 #if GENESIS_WITH_CUDA
   GENESIS_CUDA_CHECK(cudaDeviceSynchronize());
+  raise_async_errors(current_device());  // Note [Asynchronous kernel errors]
 #endif
 }
 

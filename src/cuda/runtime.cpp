@@ -1,5 +1,7 @@
 #include "genesis/cuda/runtime.h"
 
+#include "genesis/cuda/async_errors.h"
+
 #include <string>
 
 #include "genesis/core/error.h"
@@ -97,6 +99,7 @@ void synchronize_device(int device) {
 #if GENESIS_WITH_CUDA
   DeviceGuard guard(device);
   GENESIS_CUDA_CHECK(cudaDeviceSynchronize());
+  raise_async_errors(device);  // Note [Asynchronous kernel errors]
 #else
   (void)device;
 #endif

@@ -10,6 +10,7 @@
 
 #include "device_index.h"
 #include "genesis/core/error.h"
+#include "genesis/cuda/async_errors.h"
 #include "genesis/cuda/check.h"
 #include "genesis/cuda/runtime.h"
 
@@ -174,6 +175,7 @@ void Stream::synchronize() const {
   // The special handles mean "that stream of the current device".
   DeviceGuard guard(device_);
   GENESIS_CUDA_CHECK(cudaStreamSynchronize(as_stream(id_)));
+  raise_async_errors(device_);  // Note [Asynchronous kernel errors]
 #endif
 }
 
@@ -290,6 +292,7 @@ void Event::synchronize() const {
   if (event_ == 0) return;
 #if GENESIS_WITH_CUDA
   GENESIS_CUDA_CHECK(cudaEventSynchronize(as_event(event_)));
+  if (device_ >= 0) raise_async_errors(device_);  // Note [Asynchronous kernel errors]
 #endif
 }
 

@@ -2,6 +2,8 @@
 // the keep-alive list for queued copies (Note [Copy completion]).
 #include "genesis/storage/copy.h"
 
+#include "genesis/cuda/async_errors.h"
+
 #include <cstring>
 #include <list>
 #include <mutex>
@@ -55,7 +57,12 @@ KeepAlive& keep_alive() {
 #if GENESIS_WITH_CUDA
 cudaStream_t as_cuda(StreamId s) { return reinterpret_cast<cudaStream_t>(s); }
 
-void sync_stream(StreamId s) { GENESIS_CUDA_CHECK(cudaStreamSynchronize(as_cuda(s))); }
+// A blocking copy is a synchronisation point: errors that kernels of the
+// device recorded surface here (Note [Asynchronous kernel errors]).
+void sync_stream(StreamId s, int device) {
+  GENESIS_CUDA_CHECK(cudaStreamSynchronize(as_cuda(s)));
+  cuda::raise_async_errors(device);
+}
 
 void copy_cuda(void* dst, Device dd, const void* src, Device sd, std::size_t n, StreamId stream, bool non_blocking) {
   using storage_detail::resolve_stream;
@@ -64,7 +71,7 @@ void copy_cuda(void* dst, Device dd, const void* src, Device sd, std::size_t n, 
     const StreamId s = resolve_stream(dd, stream);
     if (memory::is_pinned(src)) {
       GENESIS_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, as_cuda(s)));
-      if (!non_blocking) sync_stream(s);
+      if (!non_blocking) sync_stream(s, dd.index());
     } else {
       storage_detail::staged_host_to_device(dst, src, n, dd.index(), s);
     }
@@ -75,9 +82,10 @@ void copy_cuda(void* dst, Device dd, const void* src, Device sd, std::size_t n, 
     const StreamId s = resolve_stream(sd, stream);
     if (memory::is_pinned(dst)) {
       GENESIS_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, as_cuda(s)));
-      if (!non_blocking) sync_stream(s);
+      if (!non_blocking) sync_stream(s, sd.index());
     } else {
       storage_detail::staged_device_to_host(dst, src, n, sd.index(), s);
+      cuda::raise_async_errors(sd.index());
     }
     return;
   }
@@ -85,7 +93,7 @@ void copy_cuda(void* dst, Device dd, const void* src, Device sd, std::size_t n, 
     cuda::DeviceGuard guard(dd.index());
     const StreamId s = resolve_stream(dd, stream);
     GENESIS_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, as_cuda(s)));
-    if (!non_blocking) sync_stream(s);
+    if (!non_blocking) sync_stream(s, dd.index());
     return;
   }
   // GPU -> GPU. The copy runs on the destination's stream, after the work
@@ -115,7 +123,7 @@ void copy_cuda(void* dst, Device dd, const void* src, Device sd, std::size_t n, 
   order(dd.index(), ds, sd.index(), ss);  // the source is free again
   if (!non_blocking) {
     cuda::DeviceGuard guard(dd.index());
-    sync_stream(ds);
+    sync_stream(ds, dd.index());
   }
 }
 #endif

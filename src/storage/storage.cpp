@@ -1,6 +1,8 @@
 // Storage: reference counting, the factories and the whole-storage operations.
 #include "genesis/storage/storage.h"
 
+#include "genesis/cuda/async_errors.h"
+
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -224,6 +226,7 @@ Storage& Storage::copy_(const Storage& src, bool non_blocking) {
         keep_alive_on_stream(d.device(), stream, {src, *this});
       } else {
         GENESIS_CUDA_CHECK(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(stream)));
+        cuda::raise_async_errors(d.device().index());
       }
 #endif
     }

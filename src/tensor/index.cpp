@@ -2,9 +2,12 @@
 // [Advanced indexing] in tensor/index.h).
 #include "genesis/tensor/index.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "genesis/core/error.h"
+#include "genesis/cuda/async_errors.h"
+#include "genesis/cuda/stream.h"
 #include "genesis/storage/storage_view.h"
 #include "genesis/tensor/creation.h"
 #include "genesis/tensor/ops.h"
@@ -28,6 +31,13 @@ struct Parsed {
 
 [[noreturn]] void out_of_bounds(std::int64_t index, std::int64_t dim, std::int64_t size) {
   GENESIS_THROW(IndexError, "index ", index, " is out of bounds for dimension ", dim, " with size ", size);
+}
+
+// GENESIS_SYNC_INDEX_CHECKS: waits for the gather just queued and raises
+// what its kernel found, with the CPU's message (Note [Asynchronous kernel
+// errors]).
+void raise_deferred_index_error(const Device& device) {
+  cuda::raise_index_errors_now(device.index(), cuda::current_stream(device.index()).id());
 }
 
 // NumPy treats a 0-d integer array as an integer: checked against its dim on
@@ -218,7 +228,10 @@ void check_index_bounds(const Parsed& p) {
 // Fills in the advanced part of `plan` from the parsed items: bounds first
 // (nothing is read or written before every index is valid), then where the
 // broadcast index dims go and the result shape (Note [Advanced indexing]).
-void plan_advanced(const Parsed& p, IndexPlan& plan) {
+// defer_bounds: the caller's gather kernel checks the indices itself (Note
+// [Asynchronous kernel errors]); they are still checked here when the
+// result is empty, since then no kernel runs to see them.
+void plan_advanced(const Parsed& p, IndexPlan& plan, bool defer_bounds) {
   Shape index_shape;
   for (const auto& t : p.indices) index_shape = broadcast_shapes(index_shape, t.shape());
   // NumPy checks index arrays after broadcasting them together: when the
@@ -226,7 +239,18 @@ void plan_advanced(const Parsed& p, IndexPlan& plan) {
   // index is ever used, and none is out of range. (Plain ints are still
   // checked in parse(), as NumPy checks them: x[[], 7] is an IndexError.)
   const bool indices_used = detail::shape_numel(index_shape) > 0;
-  if (indices_used) check_index_bounds(p);
+  bool deferred = false;
+  if (indices_used) {
+    if (defer_bounds) {
+      std::int64_t kept_numel = 1;
+      for (std::int64_t d = 0; d < p.view.dim(); ++d) {
+        if (std::find(p.view_dims.begin(), p.view_dims.end(), d) == p.view_dims.end()) kept_numel *= p.view.size(d);
+      }
+      deferred = kept_numel > 0;
+    }
+    if (!deferred) check_index_bounds(p);
+  }
+  plan.bounds_deferred = deferred;
   bool adjacent = true;
   for (std::size_t k = 1; k < p.item_pos.size(); ++k) {
     if (p.item_pos[k] - p.item_pos[k - 1] > 1) adjacent = false;
@@ -249,6 +273,7 @@ void plan_advanced(const Parsed& p, IndexPlan& plan) {
   plan.result_shape = result;
   plan.advanced_position = position;
   plan.indexed_dims = p.view_dims;
+  plan.reported_dims = p.orig_dims;
   plan.index_tensors.clear();
   for (const auto& t : p.indices) plan.index_tensors.push_back(t.expand(index_shape));
 }
@@ -259,13 +284,16 @@ void plan_advanced(const Parsed& p, IndexPlan& plan) {
 struct Operands {
   kernels::StridedOperand restrided;
   std::vector<kernels::StridedOperand> indices;
-  std::vector<std::int64_t> sizes, strides;
+  std::vector<std::int64_t> sizes, strides, report_dims;
+  bool unchecked = false;
   kernels::IndexArgs args() const {
     kernels::IndexArgs a;
     a.num_indices = static_cast<int>(indices.size());
     a.indices = indices.data();
     a.indexed_sizes = sizes.data();
     a.indexed_strides = strides.data();
+    a.report_dims = report_dims.data();
+    a.unchecked = unchecked;
     return a;
   }
 };
@@ -302,12 +330,14 @@ Operands operands(const IndexPlan& plan) {
     o.indices.push_back(op);
     o.sizes.push_back(view.size(plan.indexed_dims[k]));
     o.strides.push_back(view.stride(plan.indexed_dims[k]));
+    o.report_dims.push_back(k < plan.reported_dims.size() ? plan.reported_dims[k] : plan.indexed_dims[k]);
   }
+  o.unchecked = plan.bounds_deferred;
   return o;
 }
 
 IndexPlan make_plan(const Tensor& x, const std::vector<IndexItem>& items, IndexKind basic_kind,
-                    IndexKind advanced_kind) {
+                    IndexKind advanced_kind, bool defer_bounds = false) {
   const Parsed p = parse(x, items);
   IndexPlan plan;
   plan.view = p.view;
@@ -322,7 +352,7 @@ IndexPlan make_plan(const Tensor& x, const std::vector<IndexItem>& items, IndexK
     return plan;
   }
   plan.kind = advanced_kind;
-  plan_advanced(p, plan);
+  plan_advanced(p, plan, defer_bounds);
   if (advanced_kind == IndexKind::kGather) {
     plan.result_strides = contiguous_strides(plan.result_shape);
     plan.temp_memory_bytes += static_cast<std::size_t>(detail::shape_numel(plan.result_shape)) * x.element_size();
@@ -434,17 +464,25 @@ Tensor try_masked_select(const Tensor& x, const std::vector<IndexItem>& items) {
   return out;
 }
 
+// Whether index_put on x leaves the bounds check to the scatter kernel
+// (Note [Asynchronous kernel errors]).
+bool defers_scatter_checks(const Tensor& x) {
+  return x.defined() && kernels::kernels_for(x.device().type()).scatter_checks_bounds;
+}
+
 }  // namespace
 
 Tensor index(const Tensor& x, const std::vector<IndexItem>& items) {
   if (Tensor fused = try_masked_select(x, items); fused.defined()) return fused;
-  const IndexPlan plan = plan_index(x, items);
+  const bool defer = x.defined() && kernels::kernels_for(x.device().type()).gather_checks_bounds;  // Note [Asynchronous kernel errors]
+  const IndexPlan plan = make_plan(x, items, IndexKind::kView, IndexKind::kGather, defer);
   if (plan.kind == IndexKind::kView) return plan.view;
   Tensor out = empty(plan.result_shape, TensorOptions(x.dtype(), x.device()));
   if (out.numel() > 0) {
     auto fn = detail::kernel_entry(x.device(), &kernels::KernelTable::gather, "index (gather)");
     const Operands o = operands(plan);
     fn(detail::kernel_ctx(x.device()), detail::operand(out), o.restrided, o.args());
+    if (plan.bounds_deferred && cuda::sync_index_checks()) raise_deferred_index_error(x.device());
   }
   return out;
 }
@@ -452,7 +490,7 @@ Tensor index(const Tensor& x, const std::vector<IndexItem>& items) {
 void index_put(Tensor& x, const std::vector<IndexItem>& items, const Tensor& value_in, bool accumulate) {
   detail::check_defined(value_in, "index_put");
   detail::check_no_internal_overlap(x, "index_put");
-  const IndexPlan plan = plan_index_put(x, items, false);
+  const IndexPlan plan = make_plan(x, items, IndexKind::kCopy, IndexKind::kScatter, defers_scatter_checks(x));
   if (plan.kind == IndexKind::kCopy) {  // copy_ handles casts, broadcasting and overlap
     Tensor view = plan.view;
     const Tensor value = strip_leading_ones(value_in, static_cast<std::size_t>(view.dim()));
@@ -473,10 +511,11 @@ void index_put(Tensor& x, const std::vector<IndexItem>& items, const Tensor& val
   auto fn = detail::kernel_entry(x.device(), &kernels::KernelTable::scatter, "index_put (scatter)");
   const Operands o = operands(plan);
   fn(detail::kernel_ctx(x.device()), o.restrided, detail::operand(value, plan.result_shape), o.args(), accumulate);
+  if (plan.bounds_deferred && cuda::sync_index_checks()) raise_deferred_index_error(x.device());
 }
 
 void index_put(Tensor& x, const std::vector<IndexItem>& items, Scalar value, bool accumulate) {
-  const IndexPlan plan = plan_index_put(x, items, true);
+  const IndexPlan plan = make_plan(x, items, IndexKind::kFill, IndexKind::kScatter, defers_scatter_checks(x));
   if (plan.kind == IndexKind::kFill) {
     Tensor view = plan.view;
     if (accumulate) view.add_(value);
@@ -488,6 +527,7 @@ void index_put(Tensor& x, const std::vector<IndexItem>& items, Scalar value, boo
   const Operands o = operands(plan);
   fn(detail::kernel_ctx(x.device()), o.restrided, detail::scalar_operand(value, x.dtype(), plan.result_shape), o.args(),
      accumulate);
+  if (plan.bounds_deferred && cuda::sync_index_checks()) raise_deferred_index_error(x.device());
 }
 
 Tensor Tensor::operator[](const std::vector<IndexItem>& items) const { return index(*this, items); }

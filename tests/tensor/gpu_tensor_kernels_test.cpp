@@ -33,7 +33,9 @@
 #include "genesis/core/dtype.h"
 #include "genesis/core/error.h"
 #include "genesis/core/half.h"
+#include "genesis/cuda/async_errors.h"
 #include "genesis/cuda/runtime.h"
+#include "genesis/cuda/stream.h"
 #include "genesis/tensor/api.h"
 #include "genesis/tensor/backend.h"
 #include "genesis/core/cast.h"
@@ -1189,28 +1191,136 @@ TEST_F(GpuTensorApi, FusedMaskSelectMatchesCpu) {
   expect_close(x[mt], x.to(gpu())[m.to(gpu()).transpose(0, 1)], "transposed mask");
 }
 
-// Bounds of several index tensors, checked with one transfer on cuda: the
-// same IndexError message as on the cpu.
+// GENESIS_SYNC_INDEX_CHECKS for one scope (Note [Asynchronous kernel errors]).
+class SyncIndexChecks {
+ public:
+  explicit SyncIndexChecks(bool on) : saved_(cuda::sync_index_checks()) { cuda::set_sync_index_checks(on); }
+  ~SyncIndexChecks() { cuda::set_sync_index_checks(saved_); }
+  SyncIndexChecks(const SyncIndexChecks&) = delete;
+  SyncIndexChecks& operator=(const SyncIndexChecks&) = delete;
+
+ private:
+  bool saved_;
+};
+
+std::string index_error_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const IndexError& e) {
+    return e.message();
+  }
+  return "no IndexError";
+}
+
+// With synchronous checks the gather kernel's findings are raised at the
+// call with the CPU's message: the first offending index tensor, its largest
+// value checked before its smallest.
 TEST_F(GpuTensorApi, IndexBoundsErrorsMatchCpu) {
+  const SyncIndexChecks sync(true);
   const Tensor x = arange(24).view({2, 3, 4});
   const Tensor xg = x.to(gpu());
-  auto message = [](auto&& f) -> std::string {
-    try {
-      f();
-    } catch (const IndexError& e) {
-      return e.message();
-    }
-    return "no IndexError";
-  };
-  const std::vector<std::vector<std::int64_t>> a = {{0, 7}, {-3, 1}, {1, 0}, {0, 1}};
-  const std::vector<std::vector<std::int64_t>> b = {{9, 0}, {0, 0}, {0, -4}, {2, 2}};
+  const std::vector<std::vector<std::int64_t>> a = {{0, 7}, {-3, 1}, {1, 0}, {0, 1}, {5, -9}, {0, 0}};
+  const std::vector<std::vector<std::int64_t>> b = {{9, 0}, {0, 0}, {0, -4}, {2, 2}, {3, -7}, {-4, 3}};
   for (std::size_t i = 0; i < a.size(); ++i) {
     const Tensor ia = tensor(a[i], Shape{2}), ib = tensor(b[i], Shape{2});
-    const std::string want = message([&] { (void)x[{ia, ib}]; });
-    const std::string got = message([&] { (void)xg[{ia.to(gpu()), ib.to(gpu())}]; });
+    const std::string want = index_error_message([&] { (void)x[{ia, ib}]; });
+    const std::string got = index_error_message([&] { (void)xg[{ia.to(gpu()), ib.to(gpu())}]; });
     EXPECT_EQ(got, want) << "case " << i;
+    // A row gather (whole trailing rows) takes the other kernel.
+    const std::string want_rows = index_error_message([&] { (void)x[{Slice(), ib}]; });
+    const std::string got_rows = index_error_message([&] { (void)xg[{Slice(), ib.to(gpu())}]; });
+    EXPECT_EQ(got_rows, want_rows) << "case " << i << " (x[:, ib])";
   }
   expect_close(x[{tensor(a[3], Shape{2}), tensor(b[3], Shape{2})}], xg[{tensor(a[3], Shape{2}).to(gpu()), tensor(b[3], Shape{2}).to(gpu())}], "in range");
+  EXPECT_NO_THROW(cuda::synchronize_device(0));  // nothing left pending
+}
+
+// Asynchronous checks (the default): the gather is queued without a wait;
+// its kernel never reads through the bad index, and the IndexError comes at
+// the next synchronisation point, after which everything works again.
+TEST_F(GpuTensorApi, IndexErrorsAreRaisedAtTheNextSynchronization) {
+  const SyncIndexChecks async(false);
+  const Tensor x = arange(40 * 30, DType::kFloat32).view({40, 30});
+  const Tensor xg = x.to(gpu());
+  const Tensor bad = tensor({0, 40, 3}).to(gpu());
+  const std::string want = index_error_message([&] { (void)x[{tensor({0, 40, 3})}]; });
+  ASSERT_EQ(want, "index 40 is out of bounds for dimension 0 with size 40");
+
+  // Stream synchronize.
+  Tensor r;
+  ASSERT_NO_THROW(r = xg[{bad}]);  // row gather kernel
+  std::string got = index_error_message([&] { cuda::current_stream(0).synchronize(); });
+  EXPECT_NE(got.find(want), std::string::npos) << got;
+  EXPECT_NE(got.find("cuda:0"), std::string::npos) << got;
+  EXPECT_NO_THROW(cuda::current_stream(0).synchronize());  // reported once
+
+  // A blocking copy to the host (.cpu(), .item()).
+  got = index_error_message([&] { (void)xg[{bad}].cpu(); });
+  EXPECT_NE(got.find(want), std::string::npos) << got;
+  got = index_error_message([&] { (void)xg[{bad}].sum().item(); });
+  EXPECT_NE(got.find(want), std::string::npos) << got;
+
+  // Device synchronize; the general gather kernel (two index tensors, one
+  // element each), a negative index out of range.
+  ASSERT_NO_THROW((r = xg[{tensor({1, 2}).to(gpu()), tensor({-31, 4}).to(gpu())}]));
+  got = index_error_message([&] { cuda::synchronize_device(0); });
+  EXPECT_NE(got.find("index -31 is out of bounds for dimension 1 with size 30"), std::string::npos) << got;
+
+  // Events.
+  ASSERT_NO_THROW((r = xg[{Slice(), tensor({29, 30}).to(gpu())}]));
+  cuda::Event e;
+  e.record();
+  got = index_error_message([&] { e.synchronize(); });
+  EXPECT_NE(got.find("index 30 is out of bounds for dimension 1 with size 30"), std::string::npos) << got;
+
+  // The context and other tensors are intact; in-range gathers are right.
+  const Tensor good = tensor({39, -40, 7});
+  expect_close(x[{good}], xg[{good.to(gpu())}], "x[good] after errors");
+  expect_close(x, xg, "x after errors");
+  EXPECT_NO_THROW(cuda::synchronize_device(0));
+}
+
+// An empty result runs no kernel to see its indices: checked at the call.
+TEST_F(GpuTensorApi, IndexErrorsWithEmptyResultsAreImmediate) {
+  const SyncIndexChecks async(false);
+  const Tensor e = zeros({3, 0}, gpu());
+  EXPECT_EQ(index_error_message([&] { (void)e[{tensor({5}).to(gpu())}]; }),
+            index_error_message([&] { (void)zeros({3, 0})[{tensor({5})}]; }));
+  EXPECT_NO_THROW(cuda::synchronize_device(0));
+}
+
+// A failed assignment writes nothing: the scatter's checking pass sets a
+// flag that the scatter kernel reads before any write (no host wait).
+TEST_F(GpuTensorApi, FailedIndexAssignmentsWriteNothing) {
+  Tensor y = arange(12, DType::kFloat32).view({4, 3}).to(gpu());
+  const Tensor before = y.cpu();
+  const Tensor bad_rows = tensor({0, 2, 4, 1}).to(gpu());
+  {
+    const SyncIndexChecks async(false);
+    EXPECT_NO_THROW(index_put(y, {bad_rows}, Scalar(7.0)));
+    std::string got = index_error_message([&] { cuda::synchronize_device(0); });
+    EXPECT_NE(got.find("index 4 is out of bounds for dimension 0 with size 4"), std::string::npos) << got;
+    expect_close(before, y, "y after x[bad] = 7");
+    EXPECT_NO_THROW(index_put(y, {tensor({0, -5}).to(gpu()), tensor({1, 1}).to(gpu())}, ones({2}, gpu()), true));
+    got = index_error_message([&] { (void)y.cpu(); });
+    EXPECT_NE(got.find("index -5 is out of bounds for dimension 0 with size 4"), std::string::npos) << got;
+    expect_close(before, y, "y after x[bad, i] += 1");
+  }
+  {
+    const SyncIndexChecks sync(true);
+    EXPECT_EQ(index_error_message([&] { index_put(y, {Slice(), tensor({3, 0}).to(gpu())}, ones({4, 2}, gpu())); }),
+              index_error_message([&] {
+                Tensor c = before.clone();
+                index_put(c, {Slice(), tensor({3, 0})}, ones({4, 2}));
+              }));
+    expect_close(before, y, "y after x[:, bad] = ones");
+  }
+  // In-range assignments still work.
+  Tensor c = before.clone();
+  index_put(c, {tensor({3, -4})}, Scalar(2.5));
+  index_put(y, {tensor({3, -4}).to(gpu())}, Scalar(2.5));
+  expect_close(c, y, "x[[3, -4]] = 2.5");
+  EXPECT_NO_THROW(cuda::synchronize_device(0));
 }
 
 TEST_F(GpuTensorApi, IndexingMatchesCpu) {
@@ -1232,7 +1342,9 @@ TEST_F(GpuTensorApi, IndexingMatchesCpu) {
   index_put(c, {c > 1.0}, Scalar(0.0));
   index_put(cg, {cg > 1.0}, Scalar(0.0));
   expect_close(c, cg, "x[x > 1] = 0");
-  // Out of range: IndexError on cuda as on cpu.
+  // Out of range: IndexError on cuda as on cpu (at the call with synchronous
+  // checks; asynchronous ones: IndexErrorsAreRaisedAtTheNextSynchronization).
+  const SyncIndexChecks sync(true);
   const Tensor bad = tensor({0, 40}).to(gpu());
   EXPECT_THROW(index(xg, {bad}), IndexError);
   EXPECT_THROW(index(x, {tensor({0, 40})}), IndexError);

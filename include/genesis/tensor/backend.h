@@ -138,6 +138,12 @@ struct IndexArgs {
   const StridedOperand* indices = nullptr;  // int64, sizes == the iteration sizes
   const std::int64_t* indexed_sizes = nullptr;    // size of the indexed dim, per index
   const std::int64_t* indexed_strides = nullptr;  // its stride in the source/destination
+  const std::int64_t* report_dims = nullptr;      // per index: the dim to name in errors (null: k)
+  /// False: every index is known to lie in [-size, size). True (only for a
+  /// table with gather_checks_bounds): not validated; the kernel must not
+  /// use an index out of range and reports it (Note [Asynchronous kernel
+  /// errors] in genesis/cuda/async_errors.h).
+  bool unchecked = false;
 };
 
 struct MatmulParams {
@@ -191,8 +197,13 @@ struct KernelTable {
   ///                                   + sum_k idx_k[i] * indexed_strides[k],
   /// where idx_k[i] < 0 is first wrapped by + indexed_sizes[k]. The tensor
   /// layer has checked -size <= idx < size for every index (so the kernel
-  /// may not). src and out have the same dtype and sizes (src has stride 0
-  /// in the dims the indices produce).
+  /// may not), unless index.unchecked (gather_checks_bounds below). src and
+  /// out have the same dtype and sizes (src has stride 0 in the dims the
+  /// indices produce).
+  /// True when gather accepts index.unchecked: it then checks every index
+  /// itself, never reads through one out of range and reports it
+  /// asynchronously (CUDA: Note [Asynchronous kernel errors]).
+  bool gather_checks_bounds = false;
   void (*gather)(const KernelContext& ctx, const StridedOperand& out, const StridedOperand& src,
                  const IndexArgs& index) = nullptr;
 
@@ -201,6 +212,10 @@ struct KernelTable {
   /// one element, which write wins is unspecified (the CPU backend runs
   /// serially in row-major order of i, so the last wins there; NumPy also
   /// leaves it unspecified); accumulate must add every value.
+  /// True when scatter accepts index.unchecked: it then checks every index
+  /// first and writes nothing at all if any is out of range (reported
+  /// asynchronously, like gather_checks_bounds).
+  bool scatter_checks_bounds = false;
   void (*scatter)(const KernelContext& ctx, const StridedOperand& dst, const StridedOperand& values,
                   const IndexArgs& index, bool accumulate) = nullptr;
 

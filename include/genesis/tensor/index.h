@@ -126,18 +126,26 @@ struct IndexPlan {
   /// common index shape, one per indexed dim of `view`, and those dims.
   std::vector<Tensor> index_tensors;
   std::vector<std::int64_t> indexed_dims;
+  /// The same dims numbered as in the indexed tensor x (what errors name).
+  std::vector<std::int64_t> reported_dims;
   /// Where the broadcast index dims go in the result.
   std::int64_t advanced_position = 0;
   /// A bool mask was present: the size depends on the data (a nonzero pass,
   /// which synchronises a CUDA stream, was needed).
   bool needs_mask_compaction = false;
+  /// GATHER built by index() or SCATTER built by index_put() on a device
+  /// whose kernels check the indices themselves: they were not checked here
+  /// (always false from plan_index and plan_index_put).
+  bool bounds_deferred = false;
   /// Bytes of temporary device memory the plan needs: compacted mask indices
   /// and the broadcast index tensors it created.
   std::size_t temp_memory_bytes = 0;
 };
 
 /// The plan of x[items]. Throws IndexError for too many indices or an index
-/// out of range, InvalidArgumentError for a bad item (step 0, two ellipses,
+/// out of range (checked here, on every device: index() and index_put()
+/// themselves leave the check of CUDA index tensors to the kernels, Note
+/// [Asynchronous kernel errors] in genesis/cuda/async_errors.h), InvalidArgumentError for a bad item (step 0, two ellipses,
 /// a float tensor, a mask of the wrong shape).
 IndexPlan plan_index(const Tensor& x, const std::vector<IndexItem>& items);
 /// The plan of x[items] = value (value_is_scalar picks FILL over COPY).

@@ -2,7 +2,8 @@
 
 Runtime: is_available(), device_count(), current_device(), set_device(),
 synchronize(), mem_get_info(), get_device_name(), get_device_capability(),
-get_device_properties(), can_device_access_peer(), ``with device(i):``.
+get_device_properties(), can_device_access_peer(), ``with device(i):``,
+sync_index_checks() / set_sync_index_checks() (when GPU index errors are raised).
 Streams: Stream, Event, current_stream(), default_stream(), set_stream(),
 ``with stream(s):``.
 Memory: memory_allocated(), memory_cached(), memory_reserved(),
@@ -17,14 +18,14 @@ from ._memory import (empty_cache, max_memory_allocated, max_memory_cached, max_
                       set_memory_fraction)
 from ._runtime import (can_device_access_peer, current_device, device, device_count, get_device_capability,
                        get_device_name, get_device_properties, is_available, mem_get_info, set_device,
-                       synchronize)
+                       set_sync_index_checks, sync_index_checks, synchronize)
 from ._storage import ipc_shareable_storage
 from ._streams import Event, Stream, current_stream, default_stream, set_stream, stream
 
 __all__ = [
     "is_available", "device_count", "current_device", "set_device", "synchronize", "mem_get_info",
     "get_device_name", "get_device_capability", "get_device_properties", "can_device_access_peer",
-    "device", "Stream", "Event", "current_stream", "default_stream", "set_stream", "stream",
+    "sync_index_checks", "set_sync_index_checks", "device", "Stream", "Event", "current_stream", "default_stream", "set_stream", "stream",
     "memory_allocated", "memory_cached", "memory_reserved", "max_memory_allocated",
     "max_memory_cached", "max_memory_reserved", "memory_stats", "memory_summary",
     "memory_snapshot", "empty_cache", "reset_memory_stats", "reset_peak_memory_stats",

@@ -64,6 +64,29 @@ def synchronize(device=None):
     _C.cuda_synchronize(device_index(device, "genesis.cuda.synchronize()"))
 
 
+def sync_index_checks():
+    """Whether GPU gathers (``x[idx]``) and assignments raise IndexError at the call.
+
+    False by default: the gather kernel checks every index itself, never reads
+    through one out of range, and the IndexError (naming the index, the
+    dimension and its size, as on the CPU) is raised at the next
+    synchronisation: ``synchronize()``, ``Stream.synchronize()``,
+    ``Event.synchronize()``, ``.cpu()``, ``.item()``, ``.numpy()``, printing.
+    No hidden device-to-host wait, no dead CUDA context. The environment
+    variable GENESIS_SYNC_INDEX_CHECKS=1 makes True the default.
+    """
+    return _C.cuda_sync_index_checks()
+
+
+def set_sync_index_checks(on):
+    """True: every GPU gather and index assignment waits for its kernel and
+    raises at the call (for debugging, like CUDA_LAUNCH_BLOCKING). Either way
+    an assignment with an index out of range writes nothing."""
+    if not isinstance(on, bool):
+        raise TypeError(f"set_sync_index_checks() expects a bool, got {type(on).__name__}")
+    _C.cuda_set_sync_index_checks(on)
+
+
 def mem_get_info(device=None):
     """(free, total) bytes of a GPU as the driver reports them."""
     return _C.cuda_mem_get_info(device_index(device, "genesis.cuda.mem_get_info()"))

@@ -22,7 +22,9 @@ void install_cuda_kernels([[maybe_unused]] KernelTable& t) {
   t.reduce = &cuda_impl::reduce;
   t.arg_reduce = &cuda_impl::arg_reduce;
   t.gather = &cuda_impl::gather;
+  t.gather_checks_bounds = true;  // Note [Asynchronous kernel errors]
   t.scatter = &cuda_impl::scatter;
+  t.scatter_checks_bounds = true;
   t.nonzero = &cuda_impl::nonzero;
   t.masked_select = &cuda_impl::masked_select;
   t.matmul = &cuda_impl::matmul;

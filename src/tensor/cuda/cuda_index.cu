@@ -7,17 +7,24 @@
 //   * row gather: when the innermost dim is dense in out and src and no
 //     index varies along it (x[idx] picking whole rows), each row's source
 //     address is computed once and the row is copied by TX threads with
-//     16-byte accesses when everything is 16-byte aligned;
+//     16-byte accesses when everything is 16-byte aligned, in small blocks
+//     of one row segment each;
 //   * general: one element per thread-iteration, index values loaded from
 //     their own strided operands, wrapped when negative.
+// An index is checked where it is loaded when the tensor layer did not
+// check it (IndexInfo::sink; Note [Asynchronous kernel errors]).
 // Only bytes move, so kernels are instantiated per element size, except
 // accumulating scatter, which adds in the dtype (atomics; 8- and 16-bit types
 // through a compare-and-swap on their 32-bit word, computing exactly the
 // CPU's cast<T>(C(old) + C(v))).
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
+#include "genesis/cuda/async_errors.h"
+#include "genesis/memory/device_allocators.h"
 
 namespace genesis::kernels::cuda_impl {
 namespace {
@@ -27,27 +34,57 @@ struct IndexInfo {
   const char* ptr[kMaxDims] = {};
   std::int64_t size[kMaxDims] = {};
   std::int64_t stride[kMaxDims] = {};  // bytes in the indexed tensor
+  std::int64_t dim[kMaxDims] = {};     // the indexed dim as the user numbers it (error messages)
+  // Non-null: the indices were not validated on the host; the kernel checks
+  // each one and reports through the device's record (Note [Asynchronous
+  // kernel errors] in genesis/cuda/async_errors.h).
+  cuda::AsyncErrorSink sink;
 };
 
-IndexInfo index_info(const IndexArgs& index, std::size_t itemsize) {
+IndexInfo index_info(const IndexArgs& index, std::size_t itemsize, int device) {
+  static_assert(kMaxDims <= cuda::kAsyncIndexSlots, "one error slot per index operand");
   IndexInfo info;
   info.num = index.num_indices;
   for (int k = 0; k < index.num_indices; ++k) {
     info.ptr[k] = static_cast<const char*>(index.indices[k].data);
     info.size[k] = index.indexed_sizes[k];
     info.stride[k] = index.indexed_strides[k] * static_cast<std::int64_t>(itemsize);
+    info.dim[k] = index.report_dims != nullptr ? index.report_dims[k] : k;
   }
+  if (index.unchecked) info.sink = cuda::async_error_sink(device);
   return info;
 }
 
+// Records an index out of range (the error path: never taken by valid
+// input). Scalars only: taking the address of the kernel's IndexInfo for a
+// call that is not inlined would make every thread copy it to local memory
+// (that tripled the time of a large row gather).
+__device__ __noinline__ void report_index_error(cuda::AsyncErrorRecord* r, int* host_flag, int k, long long v,
+                                                long long size, long long dim) {
+  if (v >= 0) atomicMax(&r->index_max[k], v);
+  else atomicMin(&r->index_min[k], v);
+  r->index_size[k] = size;  // every reporter writes the same values
+  r->index_dim[k] = dim;
+  atomicOr(&r->index_flags, 1u << k);
+  __threadfence_system();  // the record before the host flag
+  *reinterpret_cast<volatile int*>(host_flag) = 1;
+}
+
 // Byte offset contributed by the index operands (operands 2.. of `off`).
+// Clears `ok` (and contributes nothing) for an index out of range, which is
+// possible only when info.sink is set.
 template <int N>
-__device__ __forceinline__ std::int64_t indexed_offset(const IndexInfo& info, const std::int64_t (&off)[N]) {
+__device__ __forceinline__ std::int64_t indexed_offset(const IndexInfo& info, const std::int64_t (&off)[N], bool& ok) {
   std::int64_t r = 0;
 #pragma unroll
   for (int k = 0; k < N - 2; ++k) {
     if (k < info.num) {
       std::int64_t v = *reinterpret_cast<const std::int64_t*>(info.ptr[k] + off[2 + k]);
+      if (info.sink.record != nullptr && (v >= info.size[k] || v < -info.size[k])) {
+        report_index_error(info.sink.record, info.sink.host_flag, k, v, info.size[k], info.dim[k]);
+        ok = false;
+        v = 0;
+      }
       if (v < 0) v += info.size[k];
       r += v * info.stride[k];
     }
@@ -56,7 +93,7 @@ __device__ __forceinline__ std::int64_t indexed_offset(const IndexInfo& info, co
 }
 
 constexpr int kGatherUnroll = 4;
-constexpr int kRowUnroll = 4;  // 16-byte loads in flight per thread in gather_rows_kernel
+constexpr int kRowThreads = 128;  // threads per gather_rows_kernel block
 
 // General gather: operands out(0), src(1), indices(2..). Each thread keeps
 // kGatherUnroll independent index -> value chains in flight (an element's
@@ -74,7 +111,9 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(char* out, const char*
         std::int64_t off[N];
         iter_offsets<Index, N>(it, i, off);
         to[u] = off[0];
-        v[u] = *reinterpret_cast<const U*>(src + off[1] + indexed_offset<N>(info, off));
+        bool ok = true;
+        const std::int64_t from = off[1] + indexed_offset<N>(info, off, ok);
+        v[u] = ok ? *reinterpret_cast<const U*>(src + from) : U{};
       }
     }
 #pragma unroll
@@ -87,31 +126,48 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(char* out, const char*
 
 // Row gather: `outer` iterates rows (dims but the innermost); each row of
 // `inner` elements of type U (a 16-byte vector when aligned) is dense in
-// both out and src. blockDim = (TX, TY): TY rows per block.
-template <typename U, int N>
+// both out and src. Work items are (row, segment) pairs: `segs` segments of
+// `seg_len` elements per row. blockDim = (TX, TY): TY items at a time per
+// block; block b takes item groups b, b + gridDim.x, ... (the host launches
+// one block per group).
+template <typename U, int N, int kRowUnroll, bool kStreamStores = false>
 __global__ void __launch_bounds__(kThreads) gather_rows_kernel(char* out, const char* src, IndexInfo info, Iter<N> outer,
-                                                               std::int64_t rows, std::int64_t inner) {
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
-  if (row >= rows) return;
-  std::int64_t off[N];
-  iter_offsets<std::int64_t, N>(outer, row, off);
-  U* __restrict__ o = reinterpret_cast<U*>(out + off[0]);
-  const U* __restrict__ s = reinterpret_cast<const U*>(src + off[1] + indexed_offset<N>(info, off));
-  // kRowUnroll independent loads before their stores: a plain o[j] = s[j]
-  // loop keeps one 16-byte load per thread in flight (the store may alias
-  // the next load as far as the compiler knows), too few bytes to cover
-  // HBM latency with one block per row. out never overlaps src (gather
-  // contract), so __restrict__ holds.
+                                                               std::int64_t items, std::int64_t segs,
+                                                               std::int64_t seg_len, std::int64_t inner) {
   const std::int64_t bx = blockDim.x;
-  for (std::int64_t j = threadIdx.x; j < inner; j += bx * kRowUnroll) {
-    U v[kRowUnroll];
-#pragma unroll
-    for (int u = 0; u < kRowUnroll; ++u) {
-      if (j + u * bx < inner) v[u] = s[j + u * bx];
+  for (std::int64_t group = blockIdx.x; group * blockDim.y < items; group += gridDim.x) {
+    const std::int64_t item = group * blockDim.y + threadIdx.y;
+    if (item >= items) continue;  // the last group may be partial (no block-wide sync below)
+    const std::int64_t row = segs == 1 ? item : item / segs;
+    const std::int64_t j0 = (item - row * segs) * seg_len;
+    const std::int64_t j1 = j0 + seg_len < inner ? j0 + seg_len : inner;
+    std::int64_t off[N];
+    iter_offsets<std::int64_t, N>(outer, row, off);
+    U* __restrict__ o = reinterpret_cast<U*>(out + off[0]);
+    bool ok = true;
+    const U* __restrict__ s = reinterpret_cast<const U*>(src + off[1] + indexed_offset<N>(info, off, ok));
+    if (!ok) {  // an index out of range (reported): the row reads as zeros
+      for (std::int64_t j = j0 + threadIdx.x; j < j1; j += bx) o[j] = U{};
+      continue;
     }
+    // kRowUnroll independent loads before their stores: a plain o[j] = s[j]
+    // loop keeps one 16-byte load per thread in flight (the store may alias
+    // the next load as far as the compiler knows), too few bytes to cover
+    // HBM latency. out never overlaps src (gather contract), so __restrict__
+    // holds.
+    for (std::int64_t j = j0 + threadIdx.x; j < j1; j += bx * kRowUnroll) {
+      U v[kRowUnroll];
 #pragma unroll
-    for (int u = 0; u < kRowUnroll; ++u) {
-      if (j + u * bx < inner) o[j + u * bx] = v[u];
+      for (int u = 0; u < kRowUnroll; ++u) {
+        if (j + u * bx < j1) v[u] = s[j + u * bx];
+      }
+#pragma unroll
+      for (int u = 0; u < kRowUnroll; ++u) {
+        if (j + u * bx < j1) {
+          if constexpr (kStreamStores) __stcs(&o[j + u * bx], v[u]);
+          else o[j + u * bx] = v[u];
+        }
+      }
     }
   }
 }
@@ -151,17 +207,40 @@ __device__ __forceinline__ void atomic_accumulate(char* p, T v) {
 }
 
 // Scatter: operands dst(0), values(1), indices(2..). kAccumulate adds in T.
+// `abort_flag` (unchecked indices only): set by check_indices_kernel when any
+// index is out of range; then nothing at all is written, so a failed
+// assignment leaves the tensor as it was.
 template <typename T, bool kAccumulate, int N, typename Index>
-__global__ void __launch_bounds__(kThreads) scatter_kernel(char* dst, Input<T> values, IndexInfo info, Iter<N> it, Index n) {
+__global__ void __launch_bounds__(kThreads) scatter_kernel(char* dst, Input<T> values, IndexInfo info, Iter<N> it, Index n,
+                                                           const int* abort_flag) {
+  if (abort_flag != nullptr && *reinterpret_cast<const volatile int*>(abort_flag) != 0) return;
   for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<Index>(gridDim.x) * blockDim.x) {
     std::int64_t off[N];
     iter_offsets<Index, N>(it, i, off);
-    char* to = dst + off[0] + indexed_offset<N>(info, off);
+    bool ok = true;
+    char* to = dst + off[0] + indexed_offset<N>(info, off, ok);
+    if (!ok) continue;  // unreachable after check_indices_kernel; kept as the last guard
     const T v = values.at(off[1]);
     if constexpr (kAccumulate) atomic_accumulate<T>(to, v);
     else *reinterpret_cast<T*>(to) = v;
   }
+}
+
+// The first pass of a scatter through unchecked indices: loads every index
+// the scatter will use, reports those out of range (indexed_offset) and
+// sets *abort_flag. No host wait: the scatter that follows on the stream reads
+// *abort_flag itself (Note [Asynchronous kernel errors]).
+template <int N, typename Index>
+__global__ void __launch_bounds__(kThreads) check_indices_kernel(IndexInfo info, Iter<N> it, Index n, int* abort_flag) {
+  bool all_ok = true;
+  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<Index>(gridDim.x) * blockDim.x) {
+    std::int64_t off[N];
+    iter_offsets<Index, N>(it, i, off);
+    (void)indexed_offset<N>(info, off, all_ok);
+  }
+  if (!all_ok) *abort_flag = 1;
 }
 
 // Calls f(std::integral_constant<int, N>) with N = 2 + number of indices,
@@ -217,19 +296,38 @@ bool try_gather_rows(cudaStream_t stream, const StridedOperand& out, const Strid
     for (int d = 0; d < outer.ndim && vec; ++d) vec = outer.strides[0][d] % 16 == 0 && outer.strides[1][d] % 16 == 0;
     for (int k = 0; k < info.num && vec; ++k) vec = info.stride[k] % 16 == 0;
     const std::int64_t units = vec ? inner * isz / 16 : inner;
-    const int tx = units >= 256 ? 256 : units >= 128 ? 128 : units >= 64 ? 64 : 32;
-    const int ty = kThreads / tx;
-    const std::int64_t blocks = (rows + ty - 1) / ty;
+    // Small blocks, each one row segment of kRowUnroll packs per thread
+    // (all loads in flight before any store), many of them: the block
+    // scheduler keeps every SM busy to the end. (A block per whole row, or
+    // one wave of persistent blocks sharing the rows evenly, left 5-9% of
+    // the bandwidth unused on an H200.) Short rows: TY rows per block.
+    static const int row_threads = [] {  // TEMPORARY A/B switch
+      const char* v = std::getenv("GENESIS_GATHER_ROW_THREADS");
+      return v != nullptr && std::atoi(v) == 256 ? 256 : kRowThreads;
+    }();
+    const int tx = units >= row_threads ? row_threads : units >= 64 ? 64 : 32;
+    const int ty = row_threads / tx;
+    static const int unroll = [] {  // TEMPORARY A/B switch
+      const char* v = std::getenv("GENESIS_GATHER_ROW_UNROLL");
+      return v != nullptr && std::atoi(v) == 8 ? 8 : 4;
+    }();
+    const std::int64_t seg_len = static_cast<std::int64_t>(tx) * unroll;
+    const std::int64_t segs = (units + seg_len - 1) / seg_len;
+    const std::int64_t items = rows * segs;
+    const std::int64_t blocks = (items + ty - 1) / ty;
     if (blocks > 0x7fffffff) return;
     const dim3 grid(static_cast<unsigned>(blocks)), block(static_cast<unsigned>(tx), static_cast<unsigned>(ty));
     auto* o = static_cast<char*>(out.data);
     const auto* s = static_cast<const char*>(src.data);
     if (vec) {
-      gather_rows_kernel<uint4, N><<<grid, block, 0, stream>>>(o, s, info, outer, rows, units);
+      static const bool cs = std::getenv("GENESIS_GATHER_CS") != nullptr;  // TEMPORARY A/B switch
+      if (cs) gather_rows_kernel<uint4, N, 4, true><<<grid, block, 0, stream>>>(o, s, info, outer, items, segs, seg_len, units);
+      else if (unroll == 8) gather_rows_kernel<uint4, N, 8><<<grid, block, 0, stream>>>(o, s, info, outer, items, segs, seg_len, units);
+      else gather_rows_kernel<uint4, N, 4><<<grid, block, 0, stream>>>(o, s, info, outer, items, segs, seg_len, units);
     } else {
       dispatch_size(static_cast<std::size_t>(isz), [&](auto tag) {
         using U = typename decltype(tag)::type;
-        gather_rows_kernel<U, N><<<grid, block, 0, stream>>>(o, s, info, outer, rows, units);
+        gather_rows_kernel<U, N, 4><<<grid, block, 0, stream>>>(o, s, info, outer, items, segs, seg_len, units);
       });
     }
     GENESIS_CUDA_CHECK_LAUNCH();
@@ -244,7 +342,7 @@ void gather(const KernelContext& ctx, const StridedOperand& out, const StridedOp
   const std::int64_t n = out.numel();
   if (n == 0) return;
   LaunchScope scope(ctx);
-  const IndexInfo info = index_info(index, dtype_size(out.dtype));
+  const IndexInfo info = index_info(index, dtype_size(out.dtype), ctx.device.index());
   if (try_gather_rows(scope.stream(), out, src, index, info)) return;
   dispatch_nops(index.num_indices, [&](auto nops) {
     constexpr int N = decltype(nops)::value;
@@ -271,12 +369,36 @@ void scatter(const KernelContext& ctx, const StridedOperand& dst, const StridedO
   const std::int64_t n = dst.numel();
   if (n == 0) return;
   LaunchScope scope(ctx);
-  const IndexInfo info = index_info(index, dtype_size(dst.dtype));
+  const IndexInfo info = index_info(index, dtype_size(dst.dtype), ctx.device.index());
+  // Unchecked indices: a checking pass first (no write may happen if any
+  // index is bad); its flag lives in a stream-ordered scratch block.
+  memory::CachingAllocator* alloc = nullptr;
+  int* abort_flag = nullptr;
+  if (info.sink.record != nullptr) {
+    alloc = &memory::cuda_allocator(ctx.device.index());
+    abort_flag = static_cast<int*>(alloc->allocate(sizeof(int), scope.stream_id()));
+  }
+  struct Release {
+    memory::CachingAllocator* alloc;
+    int* p;
+    ~Release() {
+      if (p != nullptr) alloc->deallocate(p);  // stream-ordered: after the kernels queued below
+    }
+  } release{alloc, abort_flag};
   dispatch_nops(index.num_indices, [&](auto nops) {
     constexpr int N = decltype(nops)::value;
     const Iter<N> it = index_iter<N>(dst, values, index);
     auto* d = static_cast<char*>(dst.data);
     const unsigned grid = grid_for(n);
+    if (abort_flag != nullptr) {
+      GENESIS_CUDA_CHECK(cudaMemsetAsync(abort_flag, 0, sizeof(int), scope.stream()));
+      if (fits_int32(n)) {
+        check_indices_kernel<N, std::uint32_t><<<grid, kThreads, 0, scope.stream()>>>(info, it, static_cast<std::uint32_t>(n), abort_flag);
+      } else {
+        check_indices_kernel<N, std::uint64_t><<<grid, kThreads, 0, scope.stream()>>>(info, it, static_cast<std::uint64_t>(n), abort_flag);
+      }
+      GENESIS_CUDA_CHECK_LAUNCH();
+    }
     if (!accumulate) {
       // Plain writes move bits: per element size; a constant value is
       // converted in the dtype first.
@@ -292,9 +414,9 @@ void scatter(const KernelContext& ctx, const StridedOperand& dst, const StridedO
           in.ptr = static_cast<const char*>(values.data);
         }
         if (fits_int32(n)) {
-          scatter_kernel<U, false, N, std::uint32_t><<<grid, kThreads, 0, scope.stream()>>>(d, in, info, it, static_cast<std::uint32_t>(n));
+          scatter_kernel<U, false, N, std::uint32_t><<<grid, kThreads, 0, scope.stream()>>>(d, in, info, it, static_cast<std::uint32_t>(n), abort_flag);
         } else {
-          scatter_kernel<U, false, N, std::uint64_t><<<grid, kThreads, 0, scope.stream()>>>(d, in, info, it, static_cast<std::uint64_t>(n));
+          scatter_kernel<U, false, N, std::uint64_t><<<grid, kThreads, 0, scope.stream()>>>(d, in, info, it, static_cast<std::uint64_t>(n), abort_flag);
         }
       });
     } else {
@@ -302,9 +424,9 @@ void scatter(const KernelContext& ctx, const StridedOperand& dst, const StridedO
         using T = typename decltype(tag)::type;
         const Input<T> in = Input<T>::make(values);
         if (fits_int32(n)) {
-          scatter_kernel<T, true, N, std::uint32_t><<<grid, kThreads, 0, scope.stream()>>>(d, in, info, it, static_cast<std::uint32_t>(n));
+          scatter_kernel<T, true, N, std::uint32_t><<<grid, kThreads, 0, scope.stream()>>>(d, in, info, it, static_cast<std::uint32_t>(n), abort_flag);
         } else {
-          scatter_kernel<T, true, N, std::uint64_t><<<grid, kThreads, 0, scope.stream()>>>(d, in, info, it, static_cast<std::uint64_t>(n));
+          scatter_kernel<T, true, N, std::uint64_t><<<grid, kThreads, 0, scope.stream()>>>(d, in, info, it, static_cast<std::uint64_t>(n), abort_flag);
         }
       });
     }

@@ -22,6 +22,7 @@
 // order of additions.
 #pragma once
 
+#include <cstdlib>
 #include <limits>
 
 #include "cuda_common.cuh"
@@ -157,7 +158,23 @@ struct ReduceGeom {
   std::int64_t chunk = 0;  // reduced elements per split
   int splits = 1;
   bool out_is_int64 = false;
+  // Non-null (one output, 256 x 1 blocks, splits > 1): the last block to
+  // finish merges the partials itself (Note [One-pass full reductions]).
+  unsigned int* done = nullptr;
+  bool interleave = false;  // with done and the 16-byte row path: splits interleave (reduce_rows_kernel)
 };
+
+// Note [One-pass full reductions]: a full reduction (x.sum()) splits the
+// input over one wave of blocks, each writing a partial. A second kernel
+// merging the partials costs a kernel boundary plus a latency-bound merge,
+// ~2% of a 1 GiB sum on an H200. Instead each block, after writing its
+// partial, bumps a counter; the block that brings it to `splits` has seen
+// every other block's increment, so (after a fence) every partial, and
+// merges them in split order with all its threads: the same order every
+// run. It then resets the counter, so the counter needs no memset before
+// the next reduction: kernels of one stream run one after another, and each
+// stream has its own counter (reduce_done_counter).
+unsigned int* reduce_done_counter(int device, memory::StreamId stream);
 
 template <int N>
 __device__ __forceinline__ std::int64_t offset0(const Iter<N>& it, std::int64_t linear) {
@@ -167,6 +184,30 @@ __device__ __forceinline__ std::int64_t offset0(const Iter<N>& it, std::int64_t 
 }
 
 constexpr int kRowThreads = 256;
+
+// Merges the TX = blockDim.x lanes of each thread row: shuffles within
+// warps, then shared memory across the warps of a row. The result is in
+// lane tx == 0. Every thread of the block must call it.
+template <typename Op>
+__device__ __forceinline__ typename Op::Acc merge_row_lanes(typename Op::Acc acc, const Op& op) {
+  using Acc = typename Op::Acc;
+  const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x;
+  for (int d = 16; d > 0; d >>= 1) {
+    const Acc other = shfl_down(acc, d);
+    acc = op.merge(acc, other);
+  }
+  __shared__ Acc warp_acc[kRowThreads / 32];
+  const int warps_per_row = TX / 32;
+  if (warps_per_row > 1) {
+    __syncthreads();  // an earlier call's readers are done with warp_acc
+    if ((tx & 31) == 0) warp_acc[ty * warps_per_row + tx / 32] = acc;
+    __syncthreads();
+    if (tx == 0) {
+      for (int w = 1; w < warps_per_row; ++w) acc = op.merge(acc, warp_acc[ty * warps_per_row + w]);
+    }
+  }
+  return acc;
+}
 
 // Row kernel of Note [CUDA reduction paths]. blockDim = (TX, TY): TY
 // outputs per block, TX threads per output; blockIdx.y = split.
@@ -189,6 +230,39 @@ __global__ void __launch_bounds__(kRowThreads)
     if constexpr (kVec) {
       // Dense and aligned (checked on the host; chunk % V == 0).
       const T* row = reinterpret_cast<const T*>(base);
+      if (g.interleave) {
+        // One output, reduced by all splits together: split s takes packs
+        // s*TX + tx, then every gridDim.y*TX packs after it, so that the
+        // blocks sweep the input side by side and finish together (no tail
+        // of blocks still reading their own far-away chunk).
+        const std::int64_t packs = g.num_red / V;
+        const std::int64_t step = static_cast<std::int64_t>(gridDim.y) * TX;
+        constexpr int kUnroll = 4;
+        Acc part[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) part[u] = op.init();
+        std::int64_t p = static_cast<std::int64_t>(blockIdx.y) * TX + tx;
+        for (; p + (kUnroll - 1) * step < packs; p += kUnroll * step) {
+          Pack<T, V> v[kUnroll];
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) v[u] = reinterpret_cast<const Pack<T, V>*>(row)[p + u * step];
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+            for (int j = 0; j < V; ++j) part[u] = op.combine(part[u], v[u].v[j]);
+          }
+        }
+        for (; p < packs; p += step) {
+          const Pack<T, V> v = reinterpret_cast<const Pack<T, V>*>(row)[p];
+#pragma unroll
+          for (int j = 0; j < V; ++j) part[0] = op.combine(part[0], v.v[j]);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) acc = op.merge(acc, part[u]);
+        if (blockIdx.y == 0) {
+          for (std::int64_t r = packs * V + tx; r < g.num_red; r += TX) acc = op.combine(acc, row[r]);
+        }
+      } else {
       const std::int64_t vend = begin + (end - begin) / V * V;
       const std::int64_t stride = static_cast<std::int64_t>(TX) * V;
       // kUnroll packs in flight per thread, each into its own accumulator
@@ -216,27 +290,14 @@ __global__ void __launch_bounds__(kRowThreads)
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) acc = op.merge(acc, part[u]);
       for (std::int64_t r = vend + tx; r < end; r += TX) acc = op.combine(acc, row[r]);
+      }
     } else {
       for (std::int64_t r = begin + tx; r < end; r += TX) {
         acc = op.combine(acc, *reinterpret_cast<const T*>(base + offset0<1>(g.red, r)));
       }
     }
   }
-  // Merge the TX lanes of this output: shuffles within warps, then shared
-  // memory across the warps of one row.
-  for (int d = 16; d > 0; d >>= 1) {
-    const Acc other = shfl_down(acc, d);
-    acc = op.merge(acc, other);
-  }
-  __shared__ Acc warp_acc[kRowThreads / 32];
-  const int warps_per_row = TX / 32;
-  if (warps_per_row > 1) {
-    if ((tx & 31) == 0) warp_acc[ty * warps_per_row + tx / 32] = acc;
-    __syncthreads();
-    if (tx == 0) {
-      for (int w = 1; w < warps_per_row; ++w) acc = op.merge(acc, warp_acc[ty * warps_per_row + w]);
-    }
-  }
+  acc = merge_row_lanes(acc, op);
   if (tx == 0 && valid) {
     if (g.splits > 1) {
       partial[o * g.splits + blockIdx.y] = acc;
@@ -245,6 +306,26 @@ __global__ void __launch_bounds__(kRowThreads)
       iter_offsets<std::int64_t, 2>(g.kept, o, kept_off);
       store_result<typename Op::Out>(out + kept_off[1], g.out_is_int64, op.finish(acc, g.num_red));
     }
+  }
+  if (g.done == nullptr) return;
+  // Note [One-pass full reductions] (one output: o == 0, ty == 0).
+  __shared__ bool last;
+  if (tx == 0) {
+    __threadfence();  // this block's partial before its count
+    last = atomicAdd(g.done, 1u) == static_cast<unsigned>(g.splits) - 1u;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();  // every counted partial is visible after the count
+  const volatile Acc* parts = partial;  // volatile: not from L1, which may hold nothing stale but is not coherent
+  Acc total = op.init();
+  for (int s = tx; s < g.splits; s += TX) total = op.merge(total, static_cast<Acc>(parts[s]));
+  total = merge_row_lanes(total, op);
+  if (tx == 0) {
+    std::int64_t kept_off[2];
+    iter_offsets<std::int64_t, 2>(g.kept, 0, kept_off);
+    store_result<typename Op::Out>(out + kept_off[1], g.out_is_int64, op.finish(total, g.num_red));
+    *g.done = 0;  // ready for the next reduction on this stream
   }
 }
 
@@ -427,6 +508,14 @@ void launch_reduce(const LaunchScope& scope, int device, const StridedOperand& o
   if (g.splits > 1) {
     partial = static_cast<Acc*>(alloc.allocate(static_cast<std::size_t>(g.num_out * g.splits) * sizeof(Acc), scope.stream_id()));
   }
+  if (!columns && g.num_out == 1 && tx == kRowThreads && g.splits > 1) {
+    g.done = reduce_done_counter(device, scope.stream_id());
+    static const bool interleave = [] {
+      const char* v = std::getenv("GENESIS_REDUCE_INTERLEAVE");  // A/B switch for the benchmark
+      return v == nullptr || v[0] != '0';
+    }();
+    g.interleave = g.done != nullptr && row_vec && interleave;
+  }
   const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(g.splits));
   cudaError_t err = cudaSuccess;
   if (columns) {
@@ -445,7 +534,7 @@ void launch_reduce(const LaunchScope& scope, int device, const StridedOperand& o
     }
   }
   err = cudaGetLastError();
-  if (err == cudaSuccess && g.splits > 1) {
+  if (err == cudaSuccess && g.splits > 1 && g.done == nullptr) {
     const auto blocks = static_cast<unsigned>((g.num_out + 7) / 8);
     reduce_partials_kernel<Op><<<blocks, dim3(32, 8), 0, scope.stream()>>>(partial, out_ptr, g, op);
     err = cudaGetLastError();
