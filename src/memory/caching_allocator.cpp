@@ -233,6 +233,32 @@ std::int64_t CachingAllocator::thread_cached_total_locked() const {
   return total;
 }
 
+// Note [Near fits]: sizes are rounded to 512 bytes only, so a program whose
+// small tensors vary in size (activations of varying sequence length, the
+// `mixed` benchmark) rarely frees a block of exactly the size it asks for
+// next, and the thread cache hit only ~17% of `mixed`'s allocations: the rest
+// took the mutex, split a pool block and later merged it back. Most misses
+// had a cached block just a little larger. So, on a miss in the small pool,
+// the thread cache hands out its smallest block at most 1/N larger
+// (thread_cache_near_fit, default 4: 25%), whole: no split, no lock, and the
+// block keeps its size (it returns to the list of its own size when freed).
+// Like the classic large pool's unsplit remainders, the slack counts as
+// allocated (statistics stay exact); it is bounded per block and lives only
+// in small-pool blocks, whose 2 MiB segments the pool flushes the cache into
+// before growing (Note [Thread caches and fragmentation]). Large blocks are
+// exempt: their cache is flushed before every large-pool search anyway.
+// Runs outside the fast path proper: only after the exact pop missed.
+Block* CachingAllocator::allocate_near(ThreadCache* tc, std::size_t bytes, std::size_t rounded) noexcept {
+  const std::uint32_t n = options_.thread_cache_near_fit;
+  if (n == 0 || rounded >= detail::kSmallLimit) return nullptr;
+  Block* b = tc->current->pop_near(rounded, rounded + rounded / n);
+  if (b == nullptr) return nullptr;
+  note_alloc_hot(tc, b, bytes);
+  tc->active.store(0, std::memory_order_release);
+  if (GENESIS_UNLIKELY(recording_.load(std::memory_order_relaxed))) record_event_hot_alloc(tc, b, bytes);
+  return b;
+}
+
 // ---------------------------------------------------------------------------
 // Blocks
 

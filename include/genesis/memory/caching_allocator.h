@@ -61,6 +61,10 @@ struct AllocatorOptions {
   /// Blocks one thread cache keeps per small size / per large size.
   std::uint32_t thread_cache_small_count = 32;
   std::uint32_t thread_cache_large_count = 4;
+  /// Near fits (Note [Near fits]): when a thread cache has no block of the
+  /// requested small size, it hands out its smallest block that is at most
+  /// 1/N larger (N = this value; 0: exact sizes only).
+  std::uint32_t thread_cache_near_fit = 4;
   /// Expandable segments (SPEC M5, Note [Expandable segments]): one large
   /// virtual range per pool and stream whose physical pages are mapped as
   /// blocks need them and unmapped when free. Needs an upstream with virtual
@@ -218,6 +222,7 @@ class CachingAllocator {
   }
   void note_alloc_hot(detail::ThreadCache* tc, Block* b, std::size_t bytes) noexcept;
   Block* hot_free_path(detail::ThreadCache* tc, Block* b) noexcept;
+  Block* allocate_near(detail::ThreadCache* tc, std::size_t bytes, std::size_t rounded) noexcept;
 
   // Slow paths (caching_allocator.cpp).
   detail::ThreadCache* thread_cache_slow() noexcept;
@@ -358,6 +363,7 @@ inline CachingAllocator::Block* CachingAllocator::allocate_block(std::size_t byt
         if (GENESIS_UNLIKELY(recording_.load(std::memory_order_relaxed))) record_event_hot_alloc(tc, b, bytes);
         return b;
       }
+      if (Block* nb = allocate_near(tc, bytes, rounded); nb != nullptr) return nb;  // leaves the section itself
     }
     tc->active.store(0, std::memory_order_release);
   }
