@@ -397,8 +397,10 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
 
   Block* b = nullptr;
   bool hit = true;
-  if (tc != nullptr) {
-    // The hot path missed: maybe another stream, maybe an empty bin.
+  if (tc != nullptr && tc->current->stream != stream) {
+    // Another stream than the hot path looked at: its cache may hold a block.
+    // (For the current stream the hot path's pop missed already; a reclaim
+    // that made it skip the pop has emptied the cache since.)
     if (detail::StreamCache* sc = tc->cache_for(stream); sc != nullptr) {
       tc->current = sc;
       b = sc->pop(rounded);
@@ -420,10 +422,10 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
   // best fit would have chosen as well.
   // The small pool is exempt: its 2 MiB segments bound what parking can cost,
   // and small sizes repeat, so its thread cache earns its keep there.
-  if (pool == detail::kLargePool && tc != nullptr && tc->cached_blocks.get() != 0)
+  if (pool == detail::kLargePool && tc != nullptr && tc->cached_bytes[pool].get() != 0)
     flush_thread_cache(tc, pool, &stream);
   b = find_free_block(pool, rounded, stream);
-  if (b == nullptr && pool == detail::kSmallPool && tc != nullptr && tc->cached_blocks.get() != 0) {
+  if (b == nullptr && pool == detail::kSmallPool && tc != nullptr && tc->cached_bytes[pool].get() != 0) {
     flush_thread_cache(tc, pool, &stream);  // before growing: merged, parked blocks may fit
     b = find_free_block(pool, rounded, stream);
   }
