@@ -77,6 +77,8 @@ CachingAllocator::CachingAllocator(std::shared_ptr<UpstreamResource> upstream, A
     GENESIS_CHECK(page_size_ >= detail::kAlignment && (page_size_ & (page_size_ - 1)) == 0,
                   "upstream page size must be a power of two >= 512, got ", page_size_);
   }
+  // Near fits only over classic segments (Note [Near fits]).
+  near_fit_ = expandable_ ? 0 : options_.thread_cache_near_fit;
   if (options_.memory_fraction < 1.0 && total_capacity_ > 0)
     memory_limit_ = static_cast<std::size_t>(options_.memory_fraction * static_cast<double>(total_capacity_));
   std::size_t tc_limit = options_.thread_cache_bytes;
@@ -247,9 +249,14 @@ std::int64_t CachingAllocator::thread_cached_total_locked() const {
 // in small-pool blocks, whose 2 MiB segments the pool flushes the cache into
 // before growing (Note [Thread caches and fragmentation]). Large blocks are
 // exempt: their cache is flushed before every large-pool search anyway.
+// So are expandable segments: their small pool never runs out of address
+// range, so it never flushes the cache, which keeps every size it has seen
+// and hits exactly; there near fits only slowed `mixed_set` down (55.6 ->
+// 63.5 ns on the dev box, 2026-11-21) by handing out blocks another size
+// would have hit.
 // Runs outside the fast path proper: only after the exact pop missed.
 Block* CachingAllocator::allocate_near(ThreadCache* tc, std::size_t bytes, std::size_t rounded) noexcept {
-  const std::uint32_t n = options_.thread_cache_near_fit;
+  const std::uint32_t n = near_fit_;
   if (n == 0 || rounded >= detail::kSmallLimit) return nullptr;
   Block* b = tc->current->pop_near(rounded, rounded + rounded / n);
   if (b == nullptr) return nullptr;

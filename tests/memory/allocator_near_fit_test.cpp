@@ -113,5 +113,20 @@ TEST_F(NearFitTest, EmptyListsWithStaleMarksAreSkipped) {
   a->deallocate(q);
 }
 
+TEST(NearFitExpandableTest, ExpandableSegmentsUseExactSizesOnly) {
+  auto sim = std::make_shared<SimulatedDevice>(1 * GiB);
+  AllocatorOptions o;
+  o.expandable_segments = AllocatorOptions::Expandable::kOn;
+  CachingAllocator a(sim, o);
+  void* p = a.allocate(64 * KiB);
+  a.deallocate(p);
+  void* q = a.allocate(60 * KiB);
+  EXPECT_NE(q, p);
+  EXPECT_EQ(a.allocation_size(q), 60 * KiB);
+  a.deallocate(q);
+  EXPECT_EQ(a.allocate(64 * KiB), p);  // still cached, exact hit
+  a.deallocate(p);
+}
+
 }  // namespace
 }  // namespace genesis::memory

@@ -63,7 +63,8 @@ struct AllocatorOptions {
   std::uint32_t thread_cache_large_count = 4;
   /// Near fits (Note [Near fits]): when a thread cache has no block of the
   /// requested small size, it hands out its smallest block that is at most
-  /// 1/N larger (N = this value; 0: exact sizes only).
+  /// 1/N larger (N = this value; 0: exact sizes only). Classic segments
+  /// only: ignored with expandable segments.
   std::uint32_t thread_cache_near_fit = 4;
   /// Expandable segments (SPEC M5, Note [Expandable segments]): one large
   /// virtual range per pool and stream whose physical pages are mapped as
@@ -275,6 +276,7 @@ class CachingAllocator {
   const bool asymmetric_;            // membarrier handshake available
   bool expandable_ = false;          // resolved from options + upstream support
   std::size_t page_size_ = 0;        // upstream page size when expandable_
+  std::uint32_t near_fit_ = 0;       // thread_cache_near_fit in effect (0 with expandable segments)
   int slot_ = 0;                     // index into tls_slots
   std::uint64_t generation_ = 0;     // unique per allocator, never 0 when slotted
   std::atomic<bool> recording_{false};
