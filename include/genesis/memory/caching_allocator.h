@@ -10,8 +10,10 @@
 //   - a block used on other streams (record_stream) is reused only after
 //     events recorded on those streams complete;
 //   - a per-thread cache makes a cache hit a pop from a thread-local list
-//     (no shared lock, no atomic read-modify-write); misses take the slow path
-//     under one mutex per allocator;
+//     (no shared lock, no atomic read-modify-write); a small request whose
+//     exact size is not cached may take a cached block up to 1/4 larger
+//     (Note [Near fits]); misses take the slow path under one mutex per
+//     allocator;
 //   - when the upstream refuses, cached memory is released and the request
 //     retried; then OutOfMemoryError explains the situation;
 //   - optionally (AllocatorOptions::expandable_segments), segments are
