@@ -3,6 +3,7 @@
 //   alloc_bench [--upstream host|sim|cuda|pinned|all (or a comma list)]
 //               [--quick] [--json FILE] [--reps N] [--threads 1,4,8]
 //               [--patterns hot,mixed,threads,events,api] [--iters N]
+//               [--expandable auto|on|off] [--sim-vmm-cost none|cuda|M,S,U]
 //
 // Upstreams: HostResource (pageable host memory), SimulatedDevice (80 GiB
 // fake GPU), CudaDeviceResource (device 0) and PinnedHostResource; the last
@@ -101,13 +102,15 @@ struct Upstream {
 
 // Allocator options of every run (--expandable).
 AllocatorOptions g_options;
+// Cost model of the simulated device's page mappings (--sim-vmm-cost).
+genesis::memory::SimulatedDevice::VmmCost g_sim_vmm_cost;
 
 Upstream make_upstream(const std::string& name) {
   Upstream u;
   if (name == "host") {
     u.resource = std::make_shared<genesis::memory::HostResource>();
   } else if (name == "sim") {
-    u.resource = std::make_shared<genesis::memory::SimulatedDevice>(kSimCapacity);
+    u.resource = std::make_shared<genesis::memory::SimulatedDevice>(kSimCapacity, 0, g_sim_vmm_cost);
   } else if (name == "cuda" || name == "pinned") {
     if (!genesis::cuda::compiled_with_cuda()) {
       u.skip_reason = "built without CUDA";
@@ -239,6 +242,14 @@ int main(int argc, char** argv) {
       upstreams = v;
       return true;
     }
+    if (k == "--sim-vmm-cost") {
+      try {
+        g_sim_vmm_cost = genesis::memory::SimulatedDevice::VmmCost::parse(v);
+      } catch (const std::exception&) {
+        return false;
+      }
+      return true;
+    }
     if (k == "--expandable") {
       using E = AllocatorOptions::Expandable;
       if (v != "auto" && v != "on" && v != "off") return false;
@@ -252,7 +263,9 @@ int main(int argc, char** argv) {
         "usage: %s [--upstream host|sim|cuda|pinned|all] [options]\n"
         "Genesis CachingAllocator alloc+free round trips (see bench/bench_common.h).\n"
         "  --upstream LIST    comma list of host, sim, cuda, pinned, or all (default)\n"
-        "  --expandable M     expandable segments: auto (default: where supported and cheap), on, off\n%s",
+        "  --expandable M     expandable segments: auto (default: where supported and cheap), on, off\n"
+        "  --sim-vmm-cost C   simulated device's page mapping cost: none (default), cuda (H200 driver\n"
+        "                     figures), or MAP,SET_ACCESS,UNMAP microseconds per 2 MiB page\n%s",
         argv[0], gb::common_usage());
     return parsed ? 0 : 2;
   }

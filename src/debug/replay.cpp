@@ -118,7 +118,7 @@ Upstream make_upstream(const Trace& trace, const ReplayConfig& config, Allocator
     const std::size_t capacity = config.capacity != 0 ? config.capacity : kDefaultSimulatedCapacity;
     GENESIS_CHECK(capacity <= memory::SimulatedDevice::kAddressSpan, "the simulated device holds at most 1 TiB, got ",
                   detail::format_bytes(capacity), " (--capacity)");
-    auto dev = std::make_shared<memory::SimulatedDevice>(capacity);
+    auto dev = std::make_shared<memory::SimulatedDevice>(capacity, 0, config.sim_vmm_cost);
     // Real stream ids of the simulated device, so that anything the
     // allocator asks of a stream is checked.
     for (const StreamId s : trace.streams) up.streams.push_back(s == 0 ? 0 : dev->create_stream());

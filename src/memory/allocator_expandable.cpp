@@ -20,6 +20,15 @@
 //     memory they are unmapped before the request fails.
 // "Reserved" counts mapped pages. Unmapping is not stream-ordered, so the
 // segment's stream is synchronised before pages are unmapped.
+// With sizes that never settle (64 live random sizes) pages are still mapped
+// and unmapped in steady state: best fit places a request by size, the pages
+// it needs are not all mapped, and at the high-water mark as many free pages
+// elsewhere are unmapped. With CUDA's driver costs (Note [Simulated mapping
+// costs]) that is ~1 us per pair. A slack of free mapped memory above the mark
+// stops it, but 32 MiB of slack already raised the GPT-2 trace from 1.006 to
+// 1.024 reserved/live, and preferring wholly mapped blocks did not reduce it
+// (bench/RESULTS.md, 2026-11-21): so no slack, and classic segments stay the
+// default where mapping is expensive.
 #include <algorithm>
 
 #include "genesis/memory/caching_allocator.h"

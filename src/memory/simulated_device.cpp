@@ -1,6 +1,8 @@
 #include "genesis/memory/simulated_device.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "genesis/core/error.h"
 
@@ -15,17 +17,65 @@
 
 namespace genesis::memory {
 
+// Note [Simulated mapping costs]: on CUDA, expandable segments pay the
+// driver per physical chunk: ~7 us to create and map it, ~20 us for
+// cuMemSetAccess (per chunk even when one call covers many) and ~20 us to
+// unmap and release it (H200, bench/RESULTS.md). The simulated device maps
+// for free, which hid how much an allocator that maps and unmaps in steady
+// state costs there. With a VmmCost the device spins that long per page
+// (CudaDeviceResource makes one handle per page) after doing the work,
+// outside its mutex (so a waiting thread is not charged twice). Spinning, not
+// sleeping: sleeps of a few microseconds overshoot by tens.
+
 namespace {
 
 constexpr std::size_t round_up(std::size_t n, std::size_t multiple) noexcept {
   return (n + multiple - 1) / multiple * multiple;
 }
 
+void spin_for(std::chrono::nanoseconds d) noexcept {
+  if (d.count() <= 0) return;
+  const auto until = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+std::chrono::nanoseconds micros(double us) {
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(us * 1000.0 + 0.5));
+}
+
 }  // namespace
 
+SimulatedDevice::VmmCost SimulatedDevice::VmmCost::cuda() {
+  return VmmCost{micros(7.32), micros(21.74), micros(21.59)};
+}
+
+SimulatedDevice::VmmCost SimulatedDevice::VmmCost::parse(std::string_view text) {
+  if (text == "none" || text == "0") return VmmCost{};
+  if (text == "cuda") return cuda();
+  double v[3] = {0, 0, 0};
+  std::size_t pos = 0;
+  for (int i = 0; i < 3; ++i) {
+    const std::size_t end = i < 2 ? text.find(',', pos) : text.size();
+    GENESIS_CHECK(end != std::string_view::npos, "vmm cost '", text,
+                  "': expected none, cuda, or MAP,SET_ACCESS,UNMAP in microseconds per page");
+    const std::string field(text.substr(pos, end - pos));
+    char* stop = nullptr;
+    v[i] = std::strtod(field.c_str(), &stop);
+    GENESIS_CHECK(!field.empty() && stop == field.c_str() + field.size() && v[i] >= 0 && v[i] < 1e6, "vmm cost '",
+                  text, "': '", field, "' is not a number of microseconds in [0, 1e6)");
+    pos = end + 1;
+  }
+  return VmmCost{micros(v[0]), micros(v[1]), micros(v[2])};
+}
+
 SimulatedDevice::SimulatedDevice(std::size_t capacity_bytes, int index)
+    : SimulatedDevice(capacity_bytes, index, VmmCost{}) {}
+
+SimulatedDevice::SimulatedDevice(std::size_t capacity_bytes, int index, VmmCost vmm_cost)
     : capacity_(capacity_bytes),
       index_(index),
+      vmm_cost_(vmm_cost),
       base_(kBaseAddress + static_cast<std::uintptr_t>(index) * kAddressSpan) {
   GENESIS_CHECK(capacity_bytes > 0 && capacity_bytes <= kAddressSpan,
                 "SimulatedDevice: capacity must be in (0, 1 TiB], got ", capacity_bytes, " bytes");
@@ -279,6 +329,15 @@ void SimulatedDevice::release_address_range(std::uintptr_t addr, std::size_t byt
 }
 
 bool SimulatedDevice::map_pages(std::uintptr_t addr, std::size_t bytes) {
+  const bool ok = map_pages_locked(addr, bytes);
+  if (ok) {
+    const auto pages = static_cast<std::int64_t>(bytes / kPageSize);
+    spin_for(pages * (vmm_cost_.map + vmm_cost_.set_access));
+  }
+  return ok;
+}
+
+bool SimulatedDevice::map_pages_locked(std::uintptr_t addr, std::size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   GENESIS_CHECK(bytes > 0 && addr % kPageSize == 0 && bytes % kPageSize == 0,
                 "SimulatedDevice::map_pages: range must be page aligned (2 MiB), got addr ", addr, " bytes ", bytes);
@@ -304,19 +363,26 @@ bool SimulatedDevice::map_pages(std::uintptr_t addr, std::size_t bytes) {
   mapped_bytes_ += bytes;
   peak_bytes_in_use_ = std::max(peak_bytes_in_use_, bytes_in_use_);
   ++num_map_calls_;
+  num_pages_mapped_ += n;
   return true;
 }
 
 void SimulatedDevice::unmap_pages(std::uintptr_t addr, std::size_t bytes) noexcept {
+  const std::size_t pages = unmap_pages_locked(addr, bytes);
+  spin_for(static_cast<std::int64_t>(pages) * vmm_cost_.unmap);
+}
+
+std::size_t SimulatedDevice::unmap_pages_locked(std::uintptr_t addr, std::size_t bytes) noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
   ++num_unmap_calls_;
   std::uintptr_t base = 0;
   Range* r = addr % kPageSize == 0 && bytes % kPageSize == 0 ? range_locked(addr, bytes, &base) : nullptr;
   if (r == nullptr) {
     ++num_misuses_;
-    return;
+    return 0;
   }
   const std::size_t first = (addr - base) / kPageSize, n = bytes / kPageSize;
+  std::size_t unmapped = 0;
   for (std::size_t i = first; i < first + n; ++i) {
     if (i >= r->mapped.size() || !r->mapped[i]) {
       ++num_misuses_;
@@ -325,7 +391,10 @@ void SimulatedDevice::unmap_pages(std::uintptr_t addr, std::size_t bytes) noexce
     r->mapped[i] = 0;
     bytes_in_use_ -= kPageSize;
     mapped_bytes_ -= kPageSize;
+    ++unmapped;
   }
+  num_pages_unmapped_ += unmapped;
+  return unmapped;
 }
 
 std::size_t SimulatedDevice::mapped_bytes() const {
@@ -339,6 +408,14 @@ std::size_t SimulatedDevice::num_map_calls() const {
 std::size_t SimulatedDevice::num_unmap_calls() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return num_unmap_calls_;
+}
+std::size_t SimulatedDevice::num_pages_mapped() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return num_pages_mapped_;
+}
+std::size_t SimulatedDevice::num_pages_unmapped() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return num_pages_unmapped_;
 }
 std::size_t SimulatedDevice::num_reserved_ranges() const {
   std::lock_guard<std::mutex> lock(mutex_);

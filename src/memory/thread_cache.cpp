@@ -1,5 +1,8 @@
 #include "genesis/memory/detail/thread_cache.h"
 
+#include <algorithm>
+#include <bit>
+
 namespace genesis::memory::detail {
 
 ThreadCache::ThreadCache(std::uint32_t thread_number_in)
@@ -7,6 +10,29 @@ ThreadCache::ThreadCache(std::uint32_t thread_number_in)
   streams[0] = std::make_unique<StreamCache>();
   streams[0]->stream = 0;
   current = streams[0].get();
+}
+
+Block* StreamCache::pop_near(std::size_t rounded, std::size_t max_size) noexcept {
+  // Marks are cleared lazily (flush), so a set bit may name an empty list:
+  // such bits are cleared on the way (this thread owns the marks).
+  const std::size_t first = (rounded >> kAlignShift) + 1;
+  const std::size_t last = std::min(max_size, kSmallLimit) >> kAlignShift;  // inclusive
+  for (std::size_t w = first >> 6; w <= (last >> 6); ++w) {
+    std::uint64_t bits = small_mask[w];
+    if (w == (first >> 6)) bits &= ~std::uint64_t{0} << (first & 63);
+    if (w == (last >> 6) && (last & 63) != 63) bits &= (std::uint64_t{1} << ((last & 63) + 1)) - 1;
+    for (; bits != 0; bits &= bits - 1) {
+      const std::size_t i = (w << 6) + static_cast<std::size_t>(std::countr_zero(bits));
+      BlockList& list = small[i];
+      if (Block* b = list.head; b != nullptr) {
+        list.head = b->cache_next;
+        --list.count;
+        return b;
+      }
+      small_mask[w] &= ~(std::uint64_t{1} << (i & 63));  // stale mark: the list is empty
+    }
+  }
+  return nullptr;
 }
 
 StreamCache* ThreadCache::cache_for(StreamId stream) {

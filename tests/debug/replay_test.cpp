@@ -77,6 +77,29 @@ TEST(ReplayTest, ClassicPolicyPeakReserved) {
   }
 }
 
+// A simulated device with CUDA's mapping costs (ReplayConfig::sim_vmm_cost)
+// is "not cheap": the default configuration then uses classic segments, as on
+// CUDA, and only genesis-expandable maps pages.
+TEST(ReplayTest, SimulatedMappingCostsMakeTheDefaultClassic) {
+  TraceBuilder b("test");
+  b.alloc(1, 3 * MiB);
+  b.alloc(2, 12 * MiB);
+  b.free(1);
+  b.free(2);
+  const Trace t = b.finish();
+  const auto tiny = memory::SimulatedDevice::VmmCost::parse("0.001,0.001,0.001");
+  ReplayConfig def = make_replay_config("genesis");
+  def.sim_vmm_cost = tiny;
+  const ReplayResult r = replay(t, def);
+  EXPECT_EQ(r.peak_reserved_bytes, 20 * MiB);  // classic: one 20 MiB segment holds both
+  EXPECT_EQ(r.upstream_allocs, 1);
+  ReplayConfig exp = make_replay_config("genesis-expandable");
+  exp.sim_vmm_cost = tiny;
+  const ReplayResult e = replay(t, exp);
+  EXPECT_EQ(e.peak_reserved_bytes, 16 * MiB);  // the 8 pages under [0, 15 MiB)
+  EXPECT_EQ(e.allocated_after_cleanup, 0);
+}
+
 TEST(ReplayTest, FreedMemoryIsReusedNotReserved) {
   TraceBuilder b("test");
   for (std::uintptr_t i = 1; i <= 50; ++i) {

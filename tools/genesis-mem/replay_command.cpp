@@ -34,6 +34,7 @@ struct ReplayArgs {
   bool no_progress = false;
   unsigned repeat = 1;
   double memory_fraction = 1.0;
+  std::string sim_vmm_cost = "none";
 };
 
 json counts_json(const debug::TraceCounts& c) {
@@ -84,6 +85,7 @@ int run_replay(const ReplayArgs& args) {
   // Everything that can be wrong with the options fails before the trace is read.
   const std::size_t capacity = args.capacity.empty() ? 0 : genesis::parse_bytes(args.capacity);
   const debug::ReplayDevice device = debug::parse_replay_device(args.device);
+  const memory::SimulatedDevice::VmmCost vmm_cost = memory::SimulatedDevice::VmmCost::parse(args.sim_vmm_cost);
   std::vector<std::string> names = args.configs;
   if (names.empty()) {
     if (args.compare) {
@@ -96,6 +98,7 @@ int run_replay(const ReplayArgs& args) {
   for (const std::string& name : names) {
     debug::ReplayConfig config = debug::make_replay_config(name, device, capacity);
     config.options.memory_fraction = args.memory_fraction;
+    config.sim_vmm_cost = vmm_cost;
     configs.push_back(std::move(config));
   }
 
@@ -173,6 +176,9 @@ Command add_replay_command(CLI::App& app) {
   sub->add_flag("--no-progress", args->no_progress, "Never show a progress bar")->excludes(progress);
   sub->add_option("--repeat", args->repeat, "Replay N times; report the median ns/event")
       ->check(CLI::Range(1u, 1000u));
+  sub->add_option("--sim-vmm-cost", args->sim_vmm_cost,
+                  "Simulated device: what mapping a 2 MiB page costs: none (default), cuda (H200 driver figures), "
+                  "or MAP,SET_ACCESS,UNMAP microseconds per page");
   sub->add_option("--memory-fraction", args->memory_fraction, "Cap reserved memory at this fraction of the device")
       ->check(CLI::Range(0.0, 1.0));
   return Command{sub, [args] { return run_replay(*args); }};

@@ -21,6 +21,7 @@
 
 #include "genesis/debug/trace.h"
 #include "genesis/memory/caching_allocator.h"
+#include "genesis/memory/simulated_device.h"
 #include "genesis/memory/stats.h"
 
 namespace genesis::debug {
@@ -52,6 +53,9 @@ struct ReplayConfig {
   /// 1 TiB). CUDA: a cap on reserved memory, applied as memory_fraction =
   /// capacity / device total when smaller (0 = the whole GPU).
   std::size_t capacity = 0;
+  /// Simulated device: what mapping pages costs (Note [Simulated mapping
+  /// costs]); none by default.
+  memory::SimulatedDevice::VmmCost sim_vmm_cost;
   /// CUDA device index.
   int cuda_device = 0;
   memory::AllocatorOptions options;

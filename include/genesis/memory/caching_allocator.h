@@ -10,8 +10,10 @@
 //   - a block used on other streams (record_stream) is reused only after
 //     events recorded on those streams complete;
 //   - a per-thread cache makes a cache hit a pop from a thread-local list
-//     (no shared lock, no atomic read-modify-write); misses take the slow path
-//     under one mutex per allocator;
+//     (no shared lock, no atomic read-modify-write); a small request whose
+//     exact size is not cached may take a cached block up to 1/4 larger
+//     (Note [Near fits]); misses take the slow path under one mutex per
+//     allocator;
 //   - when the upstream refuses, cached memory is released and the request
 //     retried; then OutOfMemoryError explains the situation;
 //   - optionally (AllocatorOptions::expandable_segments), segments are
@@ -61,6 +63,11 @@ struct AllocatorOptions {
   /// Blocks one thread cache keeps per small size / per large size.
   std::uint32_t thread_cache_small_count = 32;
   std::uint32_t thread_cache_large_count = 4;
+  /// Near fits (Note [Near fits]): when a thread cache has no block of the
+  /// requested small size, it hands out its smallest block that is at most
+  /// 1/N larger (N = this value; 0: exact sizes only). Classic segments
+  /// only: ignored with expandable segments.
+  std::uint32_t thread_cache_near_fit = 4;
   /// Expandable segments (SPEC M5, Note [Expandable segments]): one large
   /// virtual range per pool and stream whose physical pages are mapped as
   /// blocks need them and unmapped when free. Needs an upstream with virtual
@@ -218,6 +225,7 @@ class CachingAllocator {
   }
   void note_alloc_hot(detail::ThreadCache* tc, Block* b, std::size_t bytes) noexcept;
   Block* hot_free_path(detail::ThreadCache* tc, Block* b) noexcept;
+  Block* allocate_near(detail::ThreadCache* tc, std::size_t bytes, std::size_t rounded) noexcept;
 
   // Slow paths (caching_allocator.cpp).
   detail::ThreadCache* thread_cache_slow() noexcept;
@@ -270,6 +278,7 @@ class CachingAllocator {
   const bool asymmetric_;            // membarrier handshake available
   bool expandable_ = false;          // resolved from options + upstream support
   std::size_t page_size_ = 0;        // upstream page size when expandable_
+  std::uint32_t near_fit_ = 0;       // thread_cache_near_fit in effect (0 with expandable segments)
   int slot_ = 0;                     // index into tls_slots
   std::uint64_t generation_ = 0;     // unique per allocator, never 0 when slotted
   std::atomic<bool> recording_{false};
@@ -358,6 +367,7 @@ inline CachingAllocator::Block* CachingAllocator::allocate_block(std::size_t byt
         if (GENESIS_UNLIKELY(recording_.load(std::memory_order_relaxed))) record_event_hot_alloc(tc, b, bytes);
         return b;
       }
+      if (Block* nb = allocate_near(tc, bytes, rounded); nb != nullptr) return nb;  // leaves the section itself
     }
     tc->active.store(0, std::memory_order_release);
   }

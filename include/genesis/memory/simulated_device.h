@@ -2,9 +2,11 @@
 // without a GPU (see Note [Upstream layering]).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <string_view>
 #include <mutex>
 #include <set>
 #include <string>
@@ -53,9 +55,27 @@ class SimulatedDevice final : public UpstreamResource {
   static constexpr std::size_t kAlignment = 512;
   static constexpr std::size_t kLargeAlignment = std::size_t{2} << 20;
 
+  /// What virtual-memory calls cost (Note [Simulated mapping costs]): the
+  /// device spins for this long per page (one physical handle per page, as
+  /// CudaDeviceResource maps them), so that the allocator's behaviour on a
+  /// real GPU can be timed on a CPU. Zero (the default): free, as before.
+  struct VmmCost {
+    std::chrono::nanoseconds map{0};         ///< per page: cuMemCreate + cuMemMap
+    std::chrono::nanoseconds set_access{0};  ///< per page: cuMemSetAccess
+    std::chrono::nanoseconds unmap{0};       ///< per page: cuMemUnmap + cuMemRelease
+    bool any() const noexcept { return map.count() > 0 || set_access.count() > 0 || unmap.count() > 0; }
+    /// Measured per 2 MiB chunk on an H200 (bench/RESULTS.md, vmm_bench,
+    /// 2026-11-21): 7.32 us create+map, 21.74 us set_access, 21.59 us unmap+release.
+    static VmmCost cuda();
+    /// "none", "cuda", or "MAP,SET_ACCESS,UNMAP" in microseconds per page
+    /// (e.g. "7.3,21.7,21.6"). Throws InvalidArgumentError otherwise.
+    static VmmCost parse(std::string_view text);
+  };
+
   /// Throws InvalidArgumentError unless 0 < capacity_bytes <= kAddressSpan and
   /// 0 <= index <= kMaxIndex.
   explicit SimulatedDevice(std::size_t capacity_bytes, int index = 0);
+  SimulatedDevice(std::size_t capacity_bytes, int index, VmmCost vmm_cost);
 
   MemoryKind kind() const noexcept override { return MemoryKind::kDevice; }
   Device device() const noexcept override { return Device(DeviceType::kCPU); }
@@ -106,7 +126,10 @@ class SimulatedDevice final : public UpstreamResource {
   static constexpr std::uintptr_t kVirtualSpan = std::uintptr_t{1} << 42;
   static constexpr std::size_t kPageSize = std::size_t{2} << 20;
   bool supports_virtual_memory() const noexcept override { return true; }
-  bool cheap_page_mapping() const noexcept override { return true; }
+  /// True unless a VmmCost makes mapping as slow as on CUDA (then
+  /// Expandable::kAuto picks classic segments, as it does on CUDA).
+  bool cheap_page_mapping() const noexcept override { return !vmm_cost_.any(); }
+  const VmmCost& vmm_cost() const noexcept { return vmm_cost_; }
   std::size_t page_size() const noexcept override { return kPageSize; }
   /// Returns 0 when `bytes` is not a positive multiple of the page size or the
   /// span is exhausted.
@@ -122,6 +145,9 @@ class SimulatedDevice final : public UpstreamResource {
   std::size_t mapped_bytes() const;
   std::size_t num_map_calls() const;
   std::size_t num_unmap_calls() const;
+  /// Pages mapped / unmapped so far (each one a physical handle on CUDA).
+  std::size_t num_pages_mapped() const;
+  std::size_t num_pages_unmapped() const;
   std::size_t num_reserved_ranges() const;
 
   // --- failure injection --------------------------------------------------
@@ -174,6 +200,10 @@ class SimulatedDevice final : public UpstreamResource {
     std::uint64_t ticket;
   };
 
+  // The work of map_pages / unmap_pages under mutex_, without the cost model.
+  bool map_pages_locked(std::uintptr_t addr, std::size_t bytes);
+  std::size_t unmap_pages_locked(std::uintptr_t addr, std::size_t bytes) noexcept;  // pages unmapped
+
   // Caller holds mutex_.
   std::uintptr_t take_range(std::size_t size, std::size_t align);
   void add_free_range(std::uintptr_t addr, std::size_t size);
@@ -184,6 +214,7 @@ class SimulatedDevice final : public UpstreamResource {
 
   const std::size_t capacity_;
   const int index_;
+  const VmmCost vmm_cost_;
   const std::uintptr_t base_;
 
   mutable std::mutex mutex_;
@@ -217,6 +248,8 @@ class SimulatedDevice final : public UpstreamResource {
   std::size_t mapped_bytes_ = 0;
   std::size_t num_map_calls_ = 0;
   std::size_t num_unmap_calls_ = 0;
+  std::size_t num_pages_mapped_ = 0;
+  std::size_t num_pages_unmapped_ = 0;
 
   std::vector<Stream> streams_{1};  // index = StreamId; 0 is the default stream
   std::unordered_map<EventId, Event> events_;

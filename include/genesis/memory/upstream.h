@@ -101,6 +101,8 @@ class UpstreamResource {
   /// False on CUDA: each physical page costs the driver ~30 us to map there (measured
   /// on an H200, 2026-11-21), which a training loop amortises but an
   /// allocation-heavy program with ever-new sizes does not; it opts in.
+  /// (A SimulatedDevice given CUDA's costs, SimulatedDevice::VmmCost, says
+  /// false as well, so that it behaves like CUDA.)
   virtual bool cheap_page_mapping() const noexcept { return false; }
   /// Granularity of map_pages / unmap_pages (2 MiB on current GPUs).
   virtual std::size_t page_size() const noexcept { return std::size_t{2} << 20; }

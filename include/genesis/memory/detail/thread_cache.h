@@ -87,6 +87,10 @@ struct alignas(64) StreamCache {
     return b;
   }
 
+  /// Pops the smallest small-pool block larger than `rounded` and at most
+  /// `max_size` bytes, or null (Note [Near fits]). Owner thread only.
+  Block* pop_near(std::size_t rounded, std::size_t max_size) noexcept;
+
   BlockList* find_large(std::size_t rounded) noexcept {
     std::size_t i = large_hash(rounded);
     for (int p = 0; p < kLargeProbe; ++p, i = (i + 1) & (kLargeSlots - 1)) {
