@@ -18,7 +18,6 @@
 // through a compare-and-swap on their 32-bit word, computing exactly the
 // CPU's cast<T>(C(old) + C(v))).
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "cuda_common.cuh"
@@ -93,6 +92,7 @@ __device__ __forceinline__ std::int64_t indexed_offset(const IndexInfo& info, co
 }
 
 constexpr int kGatherUnroll = 4;
+constexpr int kRowUnroll = 4;     // 16-byte loads in flight per thread in gather_rows_kernel
 constexpr int kRowThreads = 128;  // threads per gather_rows_kernel block
 
 // General gather: operands out(0), src(1), indices(2..). Each thread keeps
@@ -130,8 +130,8 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(char* out, const char*
 // `seg_len` elements per row. blockDim = (TX, TY): TY items at a time per
 // block; block b takes item groups b, b + gridDim.x, ... (the host launches
 // one block per group).
-template <typename U, int N, int kRowUnroll, bool kStreamStores = false>
-__global__ void __launch_bounds__(kThreads) gather_rows_kernel(char* out, const char* src, IndexInfo info, Iter<N> outer,
+template <typename U, int N>
+__global__ void __launch_bounds__(kRowThreads) gather_rows_kernel(char* out, const char* src, IndexInfo info, Iter<N> outer,
                                                                std::int64_t items, std::int64_t segs,
                                                                std::int64_t seg_len, std::int64_t inner) {
   const std::int64_t bx = blockDim.x;
@@ -163,10 +163,7 @@ __global__ void __launch_bounds__(kThreads) gather_rows_kernel(char* out, const 
       }
 #pragma unroll
       for (int u = 0; u < kRowUnroll; ++u) {
-        if (j + u * bx < j1) {
-          if constexpr (kStreamStores) __stcs(&o[j + u * bx], v[u]);
-          else o[j + u * bx] = v[u];
-        }
+        if (j + u * bx < j1) o[j + u * bx] = v[u];
       }
     }
   }
@@ -298,20 +295,15 @@ bool try_gather_rows(cudaStream_t stream, const StridedOperand& out, const Strid
     const std::int64_t units = vec ? inner * isz / 16 : inner;
     // Small blocks, each one row segment of kRowUnroll packs per thread
     // (all loads in flight before any store), many of them: the block
-    // scheduler keeps every SM busy to the end. (A block per whole row, or
-    // one wave of persistent blocks sharing the rows evenly, left 5-9% of
-    // the bandwidth unused on an H200.) Short rows: TY rows per block.
-    static const int row_threads = [] {  // TEMPORARY A/B switch
-      const char* v = std::getenv("GENESIS_GATHER_ROW_THREADS");
-      return v != nullptr && std::atoi(v) == 256 ? 256 : kRowThreads;
-    }();
-    const int tx = units >= row_threads ? row_threads : units >= 64 ? 64 : 32;
-    const int ty = row_threads / tx;
-    static const int unroll = [] {  // TEMPORARY A/B switch
-      const char* v = std::getenv("GENESIS_GATHER_ROW_UNROLL");
-      return v != nullptr && std::atoi(v) == 8 ? 8 : 4;
-    }();
-    const std::int64_t seg_len = static_cast<std::int64_t>(tx) * unroll;
+    // scheduler keeps every SM busy to the end. Measured on an H200 with
+    // 8192 rows of 32 KiB (device runs of 2026-11-21): a block per whole
+    // row 0.955x PyTorch, one wave of persistent blocks sharing the rows
+    // evenly 0.91x, 128 x 4 packs (this) 0.965x, 128 x 8 or 256 x 4 the
+    // same, 128 x 2 0.85x, 128 x 1 0.70x; streaming stores no better.
+    // Short rows: TY rows per block.
+    const int tx = units >= kRowThreads ? kRowThreads : units >= 64 ? 64 : 32;
+    const int ty = kRowThreads / tx;
+    const std::int64_t seg_len = static_cast<std::int64_t>(tx) * kRowUnroll;
     const std::int64_t segs = (units + seg_len - 1) / seg_len;
     const std::int64_t items = rows * segs;
     const std::int64_t blocks = (items + ty - 1) / ty;
@@ -320,14 +312,11 @@ bool try_gather_rows(cudaStream_t stream, const StridedOperand& out, const Strid
     auto* o = static_cast<char*>(out.data);
     const auto* s = static_cast<const char*>(src.data);
     if (vec) {
-      static const bool cs = std::getenv("GENESIS_GATHER_CS") != nullptr;  // TEMPORARY A/B switch
-      if (cs) gather_rows_kernel<uint4, N, 4, true><<<grid, block, 0, stream>>>(o, s, info, outer, items, segs, seg_len, units);
-      else if (unroll == 8) gather_rows_kernel<uint4, N, 8><<<grid, block, 0, stream>>>(o, s, info, outer, items, segs, seg_len, units);
-      else gather_rows_kernel<uint4, N, 4><<<grid, block, 0, stream>>>(o, s, info, outer, items, segs, seg_len, units);
+      gather_rows_kernel<uint4, N><<<grid, block, 0, stream>>>(o, s, info, outer, items, segs, seg_len, units);
     } else {
       dispatch_size(static_cast<std::size_t>(isz), [&](auto tag) {
         using U = typename decltype(tag)::type;
-        gather_rows_kernel<U, N, 4><<<grid, block, 0, stream>>>(o, s, info, outer, items, segs, seg_len, units);
+        gather_rows_kernel<U, N><<<grid, block, 0, stream>>>(o, s, info, outer, items, segs, seg_len, units);
       });
     }
     GENESIS_CUDA_CHECK_LAUNCH();

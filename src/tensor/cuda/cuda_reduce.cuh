@@ -16,13 +16,14 @@
 // When there are too few outputs to fill the GPU, the reduced range is cut
 // into `splits` chunks (blockIdx.y); each chunk writes a partial
 // accumulator and reduce_partials_kernel merges them per output, in chunk
-// order. The split depends only on the shape, so results are deterministic.
+// order; a full reduction (one output) instead interleaves its splits and
+// merges in its last block (Note [One-pass full reductions]). The split
+// depends only on the shape, so results are deterministic.
 // Accumulators follow the CPU (int64 for bool/integers, float for the 16-bit
 // floats, double for float32/float64): sums differ from the CPU only by the
 // order of additions.
 #pragma once
 
-#include <cstdlib>
 #include <limits>
 
 #include "cuda_common.cuh"
@@ -510,11 +511,9 @@ void launch_reduce(const LaunchScope& scope, int device, const StridedOperand& o
   }
   if (!columns && g.num_out == 1 && tx == kRowThreads && g.splits > 1) {
     g.done = reduce_done_counter(device, scope.stream_id());
-    static const bool interleave = [] {
-      const char* v = std::getenv("GENESIS_REDUCE_INTERLEAVE");  // A/B switch for the benchmark
-      return v == nullptr || v[0] != '0';
-    }();
-    g.interleave = g.done != nullptr && row_vec && interleave;
+    // Interleaved splits: 1 GiB float32 sum on an H200 at 1.024x PyTorch,
+    // against 0.990x with one contiguous chunk per split (2026-11-21).
+    g.interleave = g.done != nullptr && row_vec;
   }
   const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(g.splits));
   cudaError_t err = cudaSuccess;
