@@ -248,7 +248,20 @@ std::int64_t CachingAllocator::thread_cached_total_locked() const {
 // allocated (statistics stay exact); it is bounded per block and lives only
 // in small-pool blocks, whose 2 MiB segments the pool flushes the cache into
 // before growing (Note [Thread caches and fragmentation]). Large blocks are
-// exempt: their cache is flushed before every large-pool search anyway.
+// exempt: their cache is flushed before every large-pool search, so it holds
+// about one block, and letting it keep more costs the memory the flush saves.
+// Measured (2026-11-21, bench/RESULTS.md "Large near fits"), 1/8 near fits
+// for large blocks with three flush rules: flushing unless the pool has a
+// near fit of its own kept the GPT-2 replay at 1.146 but served only 6% of
+// `mixed`'s large requests and was no faster; flushing only before growing
+// served 76% of them but reserved 31% more on `mixed` (832 vs 634 MiB) and
+// took the GPT-2 classic replay from 1.146 to 1.261; capping the parked bytes
+// per thread (64 / 256 MiB) gave up most of the hits and still cost memory
+// (thread-cache hits of all allocations 65% / 74%, against 60% without and
+// 84% uncapped; +7% / +21% reserved on `mixed`; 170 instead of 155
+// segments on GPT-2). Random
+// large sizes find a near fit only when the cache parks about as many bytes
+// as the large pool has live, which is the fragmentation the flush avoids.
 // So are expandable segments: their small pool never runs out of address
 // range, so it never flushes the cache, which keeps every size it has seen
 // and hits exactly; there near fits only slowed `mixed_set` down (55.6 ->
