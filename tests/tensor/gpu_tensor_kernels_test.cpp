@@ -1191,6 +1191,39 @@ TEST_F(GpuTensorApi, FusedMaskSelectMatchesCpu) {
   expect_close(x[mt], x.to(gpu())[m.to(gpu()).transpose(0, 1)], "transposed mask");
 }
 
+// Note [One-pass full reductions]: the last block of a full reduction
+// merges the partials, counted through a per-stream counter that it resets.
+// Sums queued on several streams at once must neither mix their counts nor
+// leave a counter dirty, and the merge order is fixed: every sum of the same
+// input has the same bits.
+TEST_F(GpuTensorApi, FullReductionsOnSeveralStreamsAtOnce) {
+  manual_seed(5);
+  const Tensor x = randn({std::int64_t{1} << 22});  // large enough to split over many blocks
+  const Tensor xg = x.to(gpu());
+  const double want = x.sum().item().to_double();
+  cuda::synchronize_device(0);
+  std::vector<cuda::Stream> streams;
+  for (int i = 0; i < 4; ++i) streams.push_back(cuda::Stream::create(0));
+  std::vector<Tensor> sums;
+  for (int rep = 0; rep < 8; ++rep) {
+    for (const auto& s : streams) {
+      const cuda::StreamGuard guard(s);
+      sums.push_back(xg.sum());
+      sums.push_back(xg.to(DType::kFloat64).sum());  // another accumulator type, same counters
+    }
+  }
+  cuda::synchronize_device(0);
+  const double first32 = sums[0].item().to_double(), first64 = sums[1].item().to_double();
+  EXPECT_NEAR(first32, want, 1e-2);
+  EXPECT_NEAR(first64, want, 1e-6 * (1.0 + std::abs(want)));
+  for (std::size_t i = 0; i < sums.size(); i += 2) {
+    EXPECT_EQ(sums[i].item().to_double(), first32) << "sum " << i;
+    EXPECT_EQ(sums[i + 1].item().to_double(), first64) << "sum " << i + 1;
+  }
+  // The counters are clean afterwards: a sum on the default stream is right too.
+  EXPECT_EQ(xg.sum().item().to_double(), first32);
+}
+
 // GENESIS_SYNC_INDEX_CHECKS for one scope (Note [Asynchronous kernel errors]).
 class SyncIndexChecks {
  public:
