@@ -61,8 +61,8 @@ Segment* CachingAllocator::expandable_segment(PoolId pool, StreamId stream) {
 std::size_t CachingAllocator::mapped_in(const Block* b) const noexcept {
   const Segment* seg = b->segment;
   if (!seg->expandable) return b->size;
-  const std::size_t first = (b->addr - seg->addr) / page_size_;
-  const std::size_t end = std::min(seg->mapped_limit, (b->addr + b->size - seg->addr + page_size_ - 1) / page_size_);
+  const std::size_t first = page_floor(b->addr - seg->addr);
+  const std::size_t end = std::min(seg->mapped_limit, page_ceil(b->addr + b->size - seg->addr));
   std::size_t n = 0;
   for (std::size_t i = first; i < end; ++i) n += seg->mapped[i];
   return std::min(b->size, n * page_size_);
@@ -118,11 +118,12 @@ std::size_t CachingAllocator::release_free_pages(std::size_t at_least) {
   std::vector<ReleaseCandidate>& candidates = release_candidates_;  // reused: no allocation per call
   candidates.clear();
   for (auto& index : free_) {
-    index.for_each([&](Block* b) {
+    // Only blocks of a page or more can hold a whole page.
+    index.for_each_at_least(page_size_, [&](Block* b) {
       Segment* seg = b->segment;
       if (!seg->expandable) return;
-      const std::size_t first = (b->addr - seg->addr + page_size_ - 1) / page_size_;
-      const std::size_t end = std::min(seg->mapped_limit, (b->addr + b->size - seg->addr) / page_size_);
+      const std::size_t first = page_ceil(b->addr - seg->addr);
+      const std::size_t end = std::min(seg->mapped_limit, page_floor(b->addr + b->size - seg->addr));
       if (first < end) candidates.push_back(ReleaseCandidate{seg, first, end});
     });
   }
@@ -140,7 +141,7 @@ std::size_t CachingAllocator::release_free_pages(std::size_t at_least) {
     std::size_t first = c.first;
     if (at_least != SIZE_MAX) {
       // Release the block's top pages only, as many as still needed.
-      const std::size_t pages = (at_least - released + page_size_ - 1) / page_size_;
+      const std::size_t pages = page_ceil(at_least - released);
       if (c.end - c.first > pages) first = c.end - pages;
     }
     released += unmap_range(c.seg, first, c.end);
@@ -150,8 +151,8 @@ std::size_t CachingAllocator::release_free_pages(std::size_t at_least) {
 
 bool CachingAllocator::ensure_mapped(Block* b, std::size_t bytes) {
   Segment* seg = b->segment;
-  const std::size_t first = (b->addr - seg->addr) / page_size_;
-  const std::size_t end = (b->addr + b->size - seg->addr + page_size_ - 1) / page_size_;
+  const std::size_t first = page_floor(b->addr - seg->addr);
+  const std::size_t end = page_ceil(b->addr + b->size - seg->addr);
   if (end <= seg->mapped_limit && seg->holes == 0) return false;  // the common case once warm
   if (seg->mapped.size() < end) seg->mapped.resize(std::max(end, 2 * seg->mapped.size()), 0);
   std::size_t need = 0;

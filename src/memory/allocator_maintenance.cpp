@@ -80,8 +80,8 @@ std::size_t CachingAllocator::collect_garbage(std::chrono::nanoseconds max_idle)
     if (seg->last_used_ns > (now >= idle ? now - idle : 0)) continue;
     free_[seg->pool].for_each([&](Block* b) {
       if (b->segment != seg) return;
-      const std::size_t first = (b->addr - seg->addr + page_size_ - 1) / page_size_;
-      const std::size_t end = std::min(seg->mapped_limit, (b->addr + b->size - seg->addr) / page_size_);
+      const std::size_t first = page_ceil(b->addr - seg->addr);
+      const std::size_t end = std::min(seg->mapped_limit, page_floor(b->addr + b->size - seg->addr));
       if (first < end) released += unmap_range(seg, first, end);
     });
   }

@@ -76,6 +76,7 @@ CachingAllocator::CachingAllocator(std::shared_ptr<UpstreamResource> upstream, A
     page_size_ = upstream_->page_size();
     GENESIS_CHECK(page_size_ >= detail::kAlignment && (page_size_ & (page_size_ - 1)) == 0,
                   "upstream page size must be a power of two >= 512, got ", page_size_);
+    page_shift_ = std::countr_zero(page_size_);
   }
   // Near fits only over classic segments (Note [Near fits]).
   near_fit_ = expandable_ ? 0 : options_.thread_cache_near_fit;

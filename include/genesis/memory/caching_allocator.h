@@ -278,6 +278,9 @@ class CachingAllocator {
   const bool asymmetric_;            // membarrier handshake available
   bool expandable_ = false;          // resolved from options + upstream support
   std::size_t page_size_ = 0;        // upstream page size when expandable_
+  int page_shift_ = 0;               // log2(page_size_): page numbers by shifts, not 64-bit divisions
+  std::size_t page_floor(std::size_t off) const noexcept { return off >> page_shift_; }
+  std::size_t page_ceil(std::size_t off) const noexcept { return (off + page_size_ - 1) >> page_shift_; }
   std::uint32_t near_fit_ = 0;       // thread_cache_near_fit in effect (0 with expandable segments)
   int slot_ = 0;                     // index into tls_slots
   std::uint64_t generation_ = 0;     // unique per allocator, never 0 when slotted

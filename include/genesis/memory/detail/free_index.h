@@ -51,10 +51,30 @@ class FreeIndex {
   /// Calls fn(Block*) for every free block; fn must not insert or erase.
   template <typename Fn>
   void for_each(Fn&& fn) const {
+    for_each_from_class(0, fn);
+  }
+
+  /// Calls fn(Block*) for the free blocks whose class can hold `min_size`
+  /// bytes (every block of at least min_size, and some a little smaller:
+  /// fn filters). The lower classes are skipped through the bitmaps, so a
+  /// pool of small blocks costs nothing (the expandable segments' page
+  /// release looks only at blocks that may span a whole page).
+  template <typename Fn>
+  void for_each_at_least(std::size_t min_size, Fn&& fn) const {
+    for_each_from_class(size_class(min_size), fn);
+  }
+
+ private:
+  template <typename Fn>
+  void for_each_from_class(int first, Fn& fn) const {
+    if (first >= kNumClasses) return;
+    const int w0 = first >> 6;
     for (const auto& s : streams_) {
-      for (std::uint64_t top = s->top; top != 0; top &= top - 1) {
+      for (std::uint64_t top = s->top & (~std::uint64_t{0} << w0); top != 0; top &= top - 1) {
         const int w = std::countr_zero(top);
-        for (std::uint64_t bits = s->words[w]; bits != 0; bits &= bits - 1) {
+        std::uint64_t bits = s->words[w];
+        if (w == w0) bits &= ~std::uint64_t{0} << (first & 63);
+        for (; bits != 0; bits &= bits - 1) {
           const int c = (w << 6) + std::countr_zero(bits);
           for (Block* b = s->heads[c]; b != nullptr; b = b->free_next) fn(b);
         }
@@ -62,7 +82,6 @@ class FreeIndex {
     }
   }
 
- private:
   struct PerStream {
     StreamId stream = 0;
     std::uint64_t top = 0;                       // bit w set: words[w] != 0
