@@ -2,6 +2,9 @@
 events, and the stream() / device() context managers. Without a GPU every
 call that needs one raises genesis.CudaError; the GPU tests skip."""
 
+import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -199,3 +202,29 @@ def test_storage_work_on_a_side_stream(cuda0):
         h = g.to("cpu")
         genesis.cuda.synchronize()
     np.testing.assert_array_equal(h.numpy(), data)
+
+
+def test_sync_index_checks_setting_and_environment():
+    """GPU index errors are raised at the next synchronisation by default, at
+    the call with set_sync_index_checks(True) or GENESIS_SYNC_INDEX_CHECKS=1
+    (read once, at the first use); the setting works without a GPU too."""
+    before = genesis.cuda.sync_index_checks()
+    try:
+        genesis.cuda.set_sync_index_checks(True)
+        assert genesis.cuda.sync_index_checks() is True
+        genesis.cuda.set_sync_index_checks(False)
+        assert genesis.cuda.sync_index_checks() is False
+    finally:
+        genesis.cuda.set_sync_index_checks(before)
+    with pytest.raises(TypeError):
+        genesis.cuda.set_sync_index_checks("yes")
+    child = "import genesis; print(genesis.cuda.sync_index_checks())"
+    base = {k: v for k, v in os.environ.items() if k != "GENESIS_SYNC_INDEX_CHECKS"}
+    base["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    for value, want in (("1", "True"), ("0", "False"), (None, "False")):
+        env = dict(base)
+        if value is not None:
+            env["GENESIS_SYNC_INDEX_CHECKS"] = value
+        out = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == want, (value, out.stdout, out.stderr)
