@@ -2,7 +2,6 @@
 // [Advanced indexing] in tensor/index.h).
 #include "genesis/tensor/index.h"
 
-#include <algorithm>
 #include <sstream>
 
 #include "genesis/core/error.h"
@@ -225,12 +224,13 @@ void check_index_bounds(const Parsed& p) {
   }
 }
 
-// Fills in the advanced part of `plan` from the parsed items: bounds first
-// (nothing is read or written before every index is valid), then where the
-// broadcast index dims go and the result shape (Note [Advanced indexing]).
-// defer_bounds: the caller's gather kernel checks the indices itself (Note
-// [Asynchronous kernel errors]); they are still checked here when the
-// result is empty, since then no kernel runs to see them.
+// Fills in the advanced part of `plan` from the parsed items: where the
+// broadcast index dims go and the result shape (Note [Advanced indexing]),
+// and the bounds (nothing is read or written here, so checking after the
+// shape is still before any access). defer_bounds: the caller's gather or
+// scatter kernel checks the indices itself (Note [Asynchronous kernel
+// errors]); they are still checked here when the result is empty, since
+// then no kernel runs to see them.
 void plan_advanced(const Parsed& p, IndexPlan& plan, bool defer_bounds) {
   Shape index_shape;
   for (const auto& t : p.indices) index_shape = broadcast_shapes(index_shape, t.shape());
@@ -239,18 +239,6 @@ void plan_advanced(const Parsed& p, IndexPlan& plan, bool defer_bounds) {
   // index is ever used, and none is out of range. (Plain ints are still
   // checked in parse(), as NumPy checks them: x[[], 7] is an IndexError.)
   const bool indices_used = detail::shape_numel(index_shape) > 0;
-  bool deferred = false;
-  if (indices_used) {
-    if (defer_bounds) {
-      std::int64_t kept_numel = 1;
-      for (std::int64_t d = 0; d < p.view.dim(); ++d) {
-        if (std::find(p.view_dims.begin(), p.view_dims.end(), d) == p.view_dims.end()) kept_numel *= p.view.size(d);
-      }
-      deferred = kept_numel > 0;
-    }
-    if (!deferred) check_index_bounds(p);
-  }
-  plan.bounds_deferred = deferred;
   bool adjacent = true;
   for (std::size_t k = 1; k < p.item_pos.size(); ++k) {
     if (p.item_pos[k] - p.item_pos[k - 1] > 1) adjacent = false;
@@ -268,6 +256,9 @@ void plan_advanced(const Parsed& p, IndexPlan& plan, bool defer_bounds) {
   for (std::int64_t i = 0; i < position; ++i) result.push_back(p.view.size(kept[static_cast<std::size_t>(i)]));
   for (auto s : index_shape) result.push_back(s);
   for (std::size_t i = static_cast<std::size_t>(position); i < kept.size(); ++i) result.push_back(p.view.size(kept[i]));
+  // An empty result runs no kernel that could see the indices: checked here.
+  plan.bounds_deferred = indices_used && defer_bounds && detail::shape_numel(result) > 0;
+  if (indices_used && !plan.bounds_deferred) check_index_bounds(p);
   GENESIS_CHECK_INDEX(result.size() <= static_cast<std::size_t>(kernels::kMaxDims), "indexing result would have ",
                       result.size(), " dimensions, more than the ", kernels::kMaxDims, " supported");
   plan.result_shape = result;
