@@ -268,16 +268,12 @@ std::int64_t CachingAllocator::thread_cached_total_locked() const {
 // and hits exactly; there near fits only slowed `mixed_set` down (55.6 ->
 // 63.5 ns on the dev box, 2026-11-21) by handing out blocks another size
 // would have hit.
-// Runs outside the fast path proper: only after the exact pop missed.
-Block* CachingAllocator::allocate_near(ThreadCache* tc, std::size_t bytes, std::size_t rounded) noexcept {
+// Runs outside the fast path proper: only after the exact pop missed; the
+// caller finishes the allocation as for an exact hit.
+Block* CachingAllocator::pop_near_fit(ThreadCache* tc, std::size_t rounded) noexcept {
   const std::uint32_t n = near_fit_;
   if (n == 0 || rounded >= detail::kSmallLimit) return nullptr;
-  Block* b = tc->current->pop_near(rounded, rounded + rounded / n);
-  if (b == nullptr) return nullptr;
-  note_alloc_hot(tc, b, bytes);
-  tc->active.store(0, std::memory_order_release);
-  if (GENESIS_UNLIKELY(recording_.load(std::memory_order_relaxed))) record_event_hot_alloc(tc, b, bytes);
-  return b;
+  return tc->current->pop_near(rounded, rounded + rounded / n);
 }
 
 // ---------------------------------------------------------------------------

@@ -225,7 +225,7 @@ class CachingAllocator {
   }
   void note_alloc_hot(detail::ThreadCache* tc, Block* b, std::size_t bytes) noexcept;
   Block* hot_free_path(detail::ThreadCache* tc, Block* b) noexcept;
-  Block* allocate_near(detail::ThreadCache* tc, std::size_t bytes, std::size_t rounded) noexcept;
+  Block* pop_near_fit(detail::ThreadCache* tc, std::size_t rounded) noexcept;
 
   // Slow paths (caching_allocator.cpp).
   detail::ThreadCache* thread_cache_slow() noexcept;
@@ -364,13 +364,13 @@ inline CachingAllocator::Block* CachingAllocator::allocate_block(std::size_t byt
     detail::light_fence(asymmetric_);
     if (GENESIS_LIKELY(tc->reclaim.load(std::memory_order_acquire) == 0 && tc->current->stream == stream)) {
       Block* b = tc->current->pop(rounded);
+      if (GENESIS_UNLIKELY(b == nullptr)) b = pop_near_fit(tc, rounded);  // out of line: misses only
       if (GENESIS_LIKELY(b != nullptr)) {
         note_alloc_hot(tc, b, bytes);
         tc->active.store(0, std::memory_order_release);
         if (GENESIS_UNLIKELY(recording_.load(std::memory_order_relaxed))) record_event_hot_alloc(tc, b, bytes);
         return b;
       }
-      if (Block* nb = allocate_near(tc, bytes, rounded); nb != nullptr) return nb;  // leaves the section itself
     }
     tc->active.store(0, std::memory_order_release);
   }
