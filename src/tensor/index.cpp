@@ -321,7 +321,7 @@ Operands operands(const IndexPlan& plan) {
     o.indices.push_back(op);
     o.sizes.push_back(view.size(plan.indexed_dims[k]));
     o.strides.push_back(view.stride(plan.indexed_dims[k]));
-    o.report_dims.push_back(k < plan.reported_dims.size() ? plan.reported_dims[k] : plan.indexed_dims[k]);
+    o.report_dims.push_back(plan.reported_dims[k]);
   }
   o.unchecked = plan.bounds_deferred;
   return o;
