@@ -1383,6 +1383,39 @@ TEST_F(GpuTensorApi, IndexingMatchesCpu) {
   EXPECT_THROW(index(x, {tensor({0, 40})}), IndexError);
 }
 
+// Row gathers of one index (Note [Row gather of one index] in
+// cuda_index.cu): more rows than one grid dimension holds (the kernel loops
+// over them), 16-byte and element-sized rows, several dtypes, negative
+// indices, and an index out of range far down the rows.
+TEST_F(GpuTensorApi, RowGathersOfOneIndexMatchCpu) {
+  manual_seed(12);
+  const std::int64_t rows = 70001;
+  for (const auto& [dtype, width] : std::vector<std::pair<DType, std::int64_t>>{
+           {DType::kFloat32, 20}, {DType::kFloat32, 2051}, {DType::kInt8, 100}, {DType::kFloat16, 40}, {DType::kInt64, 9}}) {
+    const Tensor x = randint(-100, 100, {300, width}).to(dtype);
+    const Tensor xg = x.to(gpu());
+    const Tensor idx = randint(-300, 300, {rows});
+    expect_close(index(x, {idx}), index(xg, {idx.to(gpu())}), "x[idx] " + std::string(dtype_name(dtype)) + " width " +
+                                                                    std::to_string(width));
+  }
+  // Rows of a 3-D tensor (the index over dim 0, rows of [4, 33]).
+  const Tensor y = randn({50, 4, 33});
+  const Tensor iy = randint(0, 50, {7, 9});
+  expect_close(index(y, {iy}), index(y.to(gpu()), {iy.to(gpu())}), "y[idx 2-D]");
+
+  const SyncIndexChecks async(false);
+  const Tensor x = arange(300 * 20, DType::kFloat32).view({300, 20});
+  Tensor bad = zeros({rows}, DType::kInt64);
+  index_put(bad, {Slice(rows - 3, rows - 2)}, Scalar(300));
+  const Tensor r = index(x.to(gpu()), {bad.to(gpu())});
+  const std::string got = index_error_message([&] { cuda::current_stream(0).synchronize(); });
+  EXPECT_NE(got.find("index 300 is out of bounds for dimension 0 with size 300"), std::string::npos) << got;
+  // Every other row is row 0; the bad one reads as zeros.
+  expect_close(index(x, {zeros({rows - 3}, DType::kInt64)}), index(r, {Slice(0, rows - 3)}), "rows before the bad one");
+  expect_close(zeros({1, 20}), index(r, {Slice(rows - 3, rows - 2)}), "the bad row reads as zeros");
+  EXPECT_NO_THROW(cuda::synchronize_device(0));
+}
+
 #else  // !GENESIS_WITH_CUDA
 
 TEST(GpuKernels, SkippedWithoutCuda) { GTEST_SKIP() << "built without CUDA"; }
