@@ -20,32 +20,10 @@
 #include "genesis/core/half.h"
 #include "genesis/tensor/backend.h"
 #include "genesis/core/cast.h"
+#include "../dtype_dispatch.h"
 #include "thread_pool.h"
 
 namespace genesis::kernels::cpu {
-
-template <typename T>
-struct TypeTag {
-  using type = T;
-};
-
-/// Calls f(TypeTag<T>{}) with the C++ element type of `t`.
-template <typename F>
-decltype(auto) dispatch(DType t, F&& f) {
-  switch (t) {
-    case DType::kBool: return f(TypeTag<bool>{});
-    case DType::kUInt8: return f(TypeTag<std::uint8_t>{});
-    case DType::kInt8: return f(TypeTag<std::int8_t>{});
-    case DType::kInt16: return f(TypeTag<std::int16_t>{});
-    case DType::kInt32: return f(TypeTag<std::int32_t>{});
-    case DType::kInt64: return f(TypeTag<std::int64_t>{});
-    case DType::kFloat16: return f(TypeTag<Half>{});
-    case DType::kBFloat16: return f(TypeTag<BFloat16>{});
-    case DType::kFloat32: return f(TypeTag<float>{});
-    case DType::kFloat64: break;
-  }
-  return f(TypeTag<double>{});
-}
 
 inline constexpr int kMaxOperands = kMaxDims + 4;
 

@@ -1,6 +1,7 @@
 // Shared machinery of the CUDA kernels (src/tensor/cuda/*.cu): dtype
-// dispatch, stream resolution, launch checks, dimension coalescing and the
-// strided offset calculator. Device code; included by .cu files only.
+// dispatch (../dtype_dispatch.h, shared with the CPU), stream resolution,
+// launch checks, dimension coalescing and the strided offset calculator.
+// Device code; included by .cu files only.
 //
 // Note [CUDA strided iteration]: an N-operand iteration is first coalesced
 // on the host exactly like the CPU loop (Note [CPU strided loop]): size-1
@@ -25,51 +26,9 @@
 #include "genesis/cuda/stream.h"
 #include "genesis/tensor/backend.h"
 #include "genesis/core/cast.h"
+#include "../dtype_dispatch.h"
 
 namespace genesis::kernels::cuda_impl {
-
-template <typename T>
-struct TypeTag {
-  using type = T;
-};
-
-/// Calls f(TypeTag<T>{}) with the C++ element type of `t` (host).
-template <typename F>
-decltype(auto) dispatch(DType t, F&& f) {
-  switch (t) {
-    case DType::kBool: return f(TypeTag<bool>{});
-    case DType::kUInt8: return f(TypeTag<std::uint8_t>{});
-    case DType::kInt8: return f(TypeTag<std::int8_t>{});
-    case DType::kInt16: return f(TypeTag<std::int16_t>{});
-    case DType::kInt32: return f(TypeTag<std::int32_t>{});
-    case DType::kInt64: return f(TypeTag<std::int64_t>{});
-    case DType::kFloat16: return f(TypeTag<Half>{});
-    case DType::kBFloat16: return f(TypeTag<BFloat16>{});
-    case DType::kFloat32: return f(TypeTag<float>{});
-    case DType::kFloat64: break;
-  }
-  return f(TypeTag<double>{});
-}
-
-/// Calls f(TypeTag<U>{}) with an unsigned integer type of `bytes` bytes:
-/// kernels that only move elements (same-dtype copy, gather, scatter) are
-/// instantiated per element size, not per dtype.
-template <typename F>
-decltype(auto) dispatch_size(std::size_t bytes, F&& f) {
-  switch (bytes) {
-    case 1: return f(TypeTag<std::uint8_t>{});
-    case 2: return f(TypeTag<std::uint16_t>{});
-    case 4: return f(TypeTag<std::uint32_t>{});
-    default: break;
-  }
-  return f(TypeTag<std::uint64_t>{});
-}
-
-/// The unsigned integer type of N bytes.
-template <std::size_t N>
-using uint_of_size_t = std::conditional_t<N == 1, std::uint8_t,
-                                          std::conditional_t<N == 2, std::uint16_t,
-                                                             std::conditional_t<N == 4, std::uint32_t, std::uint64_t>>>;
 
 /// Makes ctx.device current for the scope and resolves kCurrentStream (~0)
 /// to the calling thread's current stream of that device.
