@@ -43,6 +43,7 @@
 #include "genesis/memory/detail/block.h"
 #include "genesis/memory/detail/free_index.h"
 #include "genesis/memory/detail/pointer_map.h"
+#include "genesis/memory/detail/pool_mutex.h"
 #include "genesis/memory/detail/thread_cache.h"
 #include "genesis/memory/events.h"
 #include "genesis/memory/stats.h"
@@ -180,7 +181,7 @@ class CachingAllocator {
 
  private:
   friend struct AllocatorAccess;  // tests of internals
-  using Lock = std::unique_lock<std::mutex>;
+  using Lock = std::unique_lock<detail::PoolMutex>;  // Note [Pool mutex]
 
 
   // Cumulative counters of the slow path (guarded by mutex_). Per-thread
@@ -295,7 +296,7 @@ class CachingAllocator {
   std::atomic<std::int64_t> base_requested_[detail::kNumPools] = {};
   std::atomic<std::int64_t> base_live_[detail::kNumPools] = {};
 
-  mutable std::mutex mutex_;
+  mutable detail::PoolMutex mutex_;
   // Everything below is guarded by mutex_.
   detail::FreeIndex free_[detail::kNumPools];  // Note [Free index]
   detail::PointerMap map_;
