@@ -414,6 +414,7 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
 
   Block* b = nullptr;
   bool hit = true;
+  const std::int64_t segments_before = counters_.segments[pool];  // a new expandable range counts as growth
   if (tc != nullptr && tc->current->stream != stream) {
     // Another stream than the hot path looked at: its cache may hold a block.
     // (For the current stream the hot path's pop missed already; a reclaim
@@ -472,7 +473,8 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
   counters_.total_allocated[pool] += size;
   if (hit) ++counters_.num_hits; else ++counters_.num_misses;
 
-  note_peaks_slow(tc, pool);
+  // A hit took no new segment and mapped no page.
+  note_peaks_slow(tc, pool, /*grew=*/!hit || counters_.segments[pool] != segments_before);
   if (map_.has_retired()) synchronize_readers();
   if (recording) {
     b->alloc_time_ns = t0;
@@ -631,7 +633,7 @@ void CachingAllocator::free_slow(Block* b, bool lookup_failed, void* ptr) {
     b->stream_uses = nullptr;
     return_to_pool(b);
   }
-  note_peaks_slow(tc, pool);
+  note_peaks_free(tc, pool);
   enforce_cache_limit();
 }
 

@@ -260,7 +260,9 @@ class CachingAllocator {
   void synchronize_readers();                         // mutex held
   void enforce_cache_limit();
   void update_peaks_locked();  // exact sums over every thread cache (thread exit)
-  void note_peaks_slow(const detail::ThreadCache* tc, detail::PoolId pool);  // O(1), see allocator_stats.cpp
+  // O(1), see allocator_stats.cpp. grew: reserved memory or segments may have grown.
+  void note_peaks_slow(const detail::ThreadCache* tc, detail::PoolId pool, bool grew);
+  void note_peaks_free(const detail::ThreadCache* tc, detail::PoolId pool);
   void store_hot_bases(detail::PoolId pool);  // base_requested_/base_live_ from the pool's counters
   std::int64_t thread_cached_total_locked() const;
   [[noreturn]] void throw_oom(std::size_t bytes, StreamId stream, const std::string& why);
