@@ -312,33 +312,10 @@ void CachingAllocator::delete_block(Block* b) {
   free_blocks_ = b;
 }
 
-void CachingAllocator::index_insert(Block* b) {
-  b->set_state(BlockState::kFree);
-  free_[b->pool].insert(b);
-  if (b->is_split() && !b->segment->expandable) {  // expandable: free pages are releasable
-    b->split_counted = true;
-    counters_.inactive_split_bytes[b->pool] += static_cast<std::int64_t>(b->size);
-    ++counters_.inactive_split_count[b->pool];
-  }
-}
-
-void CachingAllocator::index_erase(Block* b) {
-  free_[b->pool].erase(b);
-  if (b->split_counted) {
-    b->split_counted = false;
-    counters_.inactive_split_bytes[b->pool] -= static_cast<std::int64_t>(b->size);
-    --counters_.inactive_split_count[b->pool];
-  }
-}
-
 std::size_t CachingAllocator::segment_size_for(PoolId pool, std::size_t rounded) const noexcept {
   if (pool == detail::kSmallPool) return kSmallSegment;
   if (rounded < kMinLargeAlloc) return kLargeSegment;
   return round_up(rounded, kRoundLarge);
-}
-
-Block* CachingAllocator::find_free_block(PoolId pool, std::size_t rounded, StreamId stream) {
-  return free_[pool].find(stream, rounded);
 }
 
 Block* CachingAllocator::take_block(Block* b, std::size_t rounded) {

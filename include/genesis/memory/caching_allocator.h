@@ -485,4 +485,32 @@ inline CachingAllocator::Block* CachingAllocator::hot_free_path(detail::ThreadCa
   return nullptr;
 }
 
+// ---------------------------------------------------------------------------
+// Small slow-path helpers, inline for the same reason as FreeIndex::insert
+// and erase: the pool makes several of these per request.
+
+inline CachingAllocator::Block* CachingAllocator::find_free_block(detail::PoolId pool, std::size_t rounded,
+                                                                  StreamId stream) {
+  return free_[pool].find(stream, rounded);
+}
+
+inline void CachingAllocator::index_insert(Block* b) {
+  b->set_state(detail::BlockState::kFree);
+  free_[b->pool].insert(b);
+  if (b->is_split() && !b->segment->expandable) {  // expandable: free pages are releasable
+    b->split_counted = true;
+    counters_.inactive_split_bytes[b->pool] += static_cast<std::int64_t>(b->size);
+    ++counters_.inactive_split_count[b->pool];
+  }
+}
+
+inline void CachingAllocator::index_erase(Block* b) {
+  free_[b->pool].erase(b);
+  if (b->split_counted) {
+    b->split_counted = false;
+    counters_.inactive_split_bytes[b->pool] -= static_cast<std::int64_t>(b->size);
+    --counters_.inactive_split_count[b->pool];
+  }
+}
+
 }  // namespace genesis::memory
