@@ -279,37 +279,14 @@ Block* CachingAllocator::pop_near_fit(ThreadCache* tc, std::size_t rounded) noex
 // ---------------------------------------------------------------------------
 // Blocks
 
-Block* CachingAllocator::new_block() {
-  if (free_blocks_ == nullptr) {
-    block_chunks_.push_back(std::make_unique<Block[]>(kBlockChunk));
-    Block* chunk = block_chunks_.back().get();
-    for (std::size_t i = 0; i < kBlockChunk; ++i) {
-      chunk[i].cache_next = free_blocks_;
-      free_blocks_ = &chunk[i];
-    }
+Block* CachingAllocator::new_block_chunk() {
+  block_chunks_.push_back(std::make_unique<Block[]>(kBlockChunk));
+  Block* chunk = block_chunks_.back().get();
+  for (std::size_t i = 0; i < kBlockChunk; ++i) {
+    chunk[i].cache_next = free_blocks_;
+    free_blocks_ = &chunk[i];
   }
-  Block* b = free_blocks_;
-  free_blocks_ = b->cache_next;
-  b->cache_next = nullptr;
-  return b;
-}
-
-void CachingAllocator::delete_block(Block* b) {
-  // Blocks are recycled, never returned to the system while the allocator
-  // lives: a racing stale lookup (PointerMap) always reads a valid record.
-  delete b->stream_uses;
-  b->stream_uses = nullptr;
-  b->addr = 0;
-  b->size = 0;
-  b->set_requested(0);
-  b->segment = nullptr;
-  b->prev = b->next = nullptr;
-  b->pending_events = 0;
-  b->set_location(nullptr);
-  b->split_counted = false;
-  b->set_state(BlockState::kDead);
-  b->cache_next = free_blocks_;
-  free_blocks_ = b;
+  return new_block();
 }
 
 std::size_t CachingAllocator::segment_size_for(PoolId pool, std::size_t rounded) const noexcept {

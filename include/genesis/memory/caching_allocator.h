@@ -267,6 +267,7 @@ class CachingAllocator {
   std::int64_t thread_cached_total_locked() const;
   [[noreturn]] void throw_oom(std::size_t bytes, StreamId stream, const std::string& why);
   Block* new_block();
+  Block* new_block_chunk();  // new_block's refill: a chunk of kBlockChunk records (out of line)
   void delete_block(Block* b);
   void record_event(detail::ThreadCache* tc, EventAction action, std::uintptr_t addr, std::uint64_t size,
                     std::uint64_t block_size, StreamId stream, std::uint64_t duration, bool hit);
@@ -492,6 +493,32 @@ inline CachingAllocator::Block* CachingAllocator::hot_free_path(detail::ThreadCa
 inline CachingAllocator::Block* CachingAllocator::find_free_block(detail::PoolId pool, std::size_t rounded,
                                                                   StreamId stream) {
   return free_[pool].find(stream, rounded);
+}
+
+inline CachingAllocator::Block* CachingAllocator::new_block() {
+  Block* b = free_blocks_;
+  if (GENESIS_UNLIKELY(b == nullptr)) return new_block_chunk();
+  free_blocks_ = b->cache_next;
+  b->cache_next = nullptr;
+  return b;
+}
+
+inline void CachingAllocator::delete_block(Block* b) {
+  // Blocks are recycled, never returned to the system while the allocator
+  // lives: a racing stale lookup (PointerMap) always reads a valid record.
+  delete b->stream_uses;
+  b->stream_uses = nullptr;
+  b->addr = 0;
+  b->size = 0;
+  b->set_requested(0);
+  b->segment = nullptr;
+  b->prev = b->next = nullptr;
+  b->pending_events = 0;
+  b->set_location(nullptr);
+  b->split_counted = false;
+  b->set_state(detail::BlockState::kDead);
+  b->cache_next = free_blocks_;
+  free_blocks_ = b;
 }
 
 inline void CachingAllocator::index_insert(Block* b) {

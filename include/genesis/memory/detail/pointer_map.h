@@ -47,9 +47,51 @@ class PointerMap {
     }
   }
 
-  /// Writers: call with the allocator mutex held.
-  void insert(std::uintptr_t addr, Block* block);
-  void erase(std::uintptr_t addr) noexcept;
+  /// Writers: call with the allocator mutex held. Inline (a rebuild is out
+  /// of line): every split and merge of the pool makes one of these.
+  void insert(std::uintptr_t addr, Block* block) {
+    Table* t = table_.load(std::memory_order_relaxed);
+    // Keep the load (live + tombstones) under 1/2 so probes stay short.
+    if ((count_ + tombstones_ + 1) * 2 > t->mask + 1) {
+      grow_or_clean();
+      t = table_.load(std::memory_order_relaxed);
+    }
+    std::size_t i = hash(addr, t->shift);
+    std::size_t reuse = SIZE_MAX;
+    for (;;) {
+      std::uintptr_t k = t->slots[i].key.load(std::memory_order_relaxed);
+      if (k == addr) {  // re-insert of a live key: just update the value
+        t->slots[i].value.store(block, std::memory_order_release);
+        return;
+      }
+      if (k == kTombstone && reuse == SIZE_MAX) reuse = i;
+      if (k == kEmpty) break;
+      i = (i + 1) & t->mask;
+    }
+    if (reuse != SIZE_MAX) {
+      i = reuse;
+      --tombstones_;
+    }
+    t->slots[i].value.store(block, std::memory_order_relaxed);
+    t->slots[i].key.store(addr, std::memory_order_release);
+    ++count_;
+  }
+  void erase(std::uintptr_t addr) noexcept {
+    Table* t = table_.load(std::memory_order_relaxed);
+    std::size_t i = hash(addr, t->shift);
+    for (;;) {
+      std::uintptr_t k = t->slots[i].key.load(std::memory_order_relaxed);
+      if (k == addr) {
+        t->slots[i].value.store(nullptr, std::memory_order_relaxed);
+        t->slots[i].key.store(kTombstone, std::memory_order_release);
+        --count_;
+        ++tombstones_;
+        return;
+      }
+      if (k == kEmpty) return;
+      i = (i + 1) & t->mask;
+    }
+  }
   std::size_t size() const noexcept { return count_; }
 
   /// True when a replaced table waits for a grace period before being freed.
@@ -77,6 +119,7 @@ class PointerMap {
   }
   static Table* make_table(std::size_t capacity);
   void rebuild(std::size_t capacity);
+  void grow_or_clean();  // insert's rebuild when the table is half full
 
   std::atomic<Table*> table_;
   std::size_t count_ = 0;       // live keys
