@@ -111,7 +111,8 @@ void CachingAllocator::update_peaks_locked() {
   for (int p = 0; p < detail::kNumPools; ++p) store_hot_bases(static_cast<detail::PoolId>(p));
 }
 
-void CachingAllocator::store_hot_bases(detail::PoolId p) {
+// Inline: only this file calls it, twice per slow-path call.
+inline void CachingAllocator::store_hot_bases(detail::PoolId p) {
   base_requested_[p].store(counters_.requested[p] + retired_requested_[p], std::memory_order_relaxed);
   base_live_[p].store(counters_.num_allocs[p] + retired_allocs_[p] - counters_.num_frees[p] - retired_frees_[p],
                       std::memory_order_relaxed);
@@ -148,8 +149,10 @@ void CachingAllocator::note_peaks_slow(const ThreadCache* tc, detail::PoolId p, 
   };
   bump(peaks_.allocated, 1 + p, alloc_p);
   bump(peaks_.allocated, 0, alloc_all);
-  bump(peaks_.active, 1 + p, alloc_p + pend_p);
-  bump(peaks_.active, 0, alloc_all + pend_all);
+  if (pend_all != 0) {  // else active == allocated, whose peak stats() reports as active's too
+    bump(peaks_.active, 1 + p, alloc_p + pend_p);
+    bump(peaks_.active, 0, alloc_all + pend_all);
+  }
   bump(peaks_.requested, 1 + p, req_p);
   bump(peaks_.requested, 0, req_p + req_q);
   bump(peaks_.allocations, 1 + p, live_p);

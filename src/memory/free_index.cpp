@@ -11,7 +11,7 @@ FreeIndex::PerStream* FreeIndex::add_stream(StreamId stream) {
   return s;
 }
 
-int FreeIndex::next_class(const PerStream& s, int c) noexcept {
+inline int FreeIndex::next_class(const PerStream& s, int c) noexcept {  // only find() calls it
   if (c >= kNumClasses) return -1;
   int w = c >> 6;
   std::uint64_t bits = s.words[w] & (~std::uint64_t{0} << (c & 63));
