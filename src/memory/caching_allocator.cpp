@@ -526,7 +526,10 @@ void CachingAllocator::free_slow(Block* b, bool lookup_failed, void* ptr) {
   const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
   ThreadCache* tc = thread_cache();
   Lock lock(mutex_);
-  if (lookup_failed) b = map_.find(addr);
+  // A record looked up without the lock (deallocate) or handed in by the
+  // caller (free_block) may have been freed and recycled since by a racing
+  // double free: trust it only if it still describes addr.
+  if (lookup_failed || b->addr != addr) b = map_.find(addr);
   if (b == nullptr || b->load_state() == BlockState::kDead) {
     for (Segment* seg = segments_; seg != nullptr; seg = seg->next_seg) {
       if (addr > seg->addr && addr < seg->addr + seg->size) {

@@ -443,11 +443,12 @@ inline void CachingAllocator::free_block(Block* b) {
 inline void CachingAllocator::deallocate(void* ptr) {
   if (ptr == nullptr) return;
   detail::ThreadCache* tc = thread_cache();
+  Block* b = nullptr;
   if (GENESIS_LIKELY(tc != nullptr)) {
     tc->active.store(1, std::memory_order_relaxed);
     detail::light_fence(asymmetric_);
     if (GENESIS_LIKELY(tc->reclaim.load(std::memory_order_acquire) == 0)) {
-      Block* b = map_.find(reinterpret_cast<std::uintptr_t>(ptr));
+      b = map_.find(reinterpret_cast<std::uintptr_t>(ptr));
       if (GENESIS_LIKELY(b != nullptr && hot_free_path(tc, b) == nullptr)) {
         tc->active.store(0, std::memory_order_release);
         return;
@@ -455,7 +456,9 @@ inline void CachingAllocator::deallocate(void* ptr) {
     }
     tc->active.store(0, std::memory_order_release);
   }
-  free_slow(nullptr, true, ptr);
+  // The block found here (if any) saves the slow path a second lookup; it
+  // checks under the lock that the record still describes ptr.
+  free_slow(b, b == nullptr, ptr);
 }
 
 // Returns nullptr when the block went into the thread cache, else the block
