@@ -35,25 +35,17 @@ void PointerMap::rebuild(std::size_t capacity) {
   Table* fresh = make_table(capacity);
   for (std::size_t i = 0; i <= old->mask; ++i) {
     std::uintptr_t k = old->slots[i].key.load(std::memory_order_relaxed);
-    if (k == kEmpty || k == kTombstone) continue;
+    if (k == kEmpty) continue;
     Block* b = old->slots[i].value.load(std::memory_order_relaxed);
     std::size_t j = hash(k, fresh->shift);
     while (fresh->slots[j].key.load(std::memory_order_relaxed) != kEmpty) j = (j + 1) & fresh->mask;
     fresh->slots[j].value.store(b, std::memory_order_relaxed);
     fresh->slots[j].key.store(k, std::memory_order_relaxed);
   }
-  tombstones_ = 0;
   // Publishing with release makes the filled slots visible to readers that
   // load the table pointer with acquire.
   table_.store(fresh, std::memory_order_release);
   retired_.push_back(old);
-}
-
-void PointerMap::grow_or_clean() {
-  Table* t = table_.load(std::memory_order_relaxed);
-  std::size_t cap = t->mask + 1;
-  if ((count_ + 1) * 4 > cap) cap *= 2;  // mostly live keys: grow; else just drop tombstones
-  rebuild(cap);
 }
 
 }  // namespace genesis::memory::detail
