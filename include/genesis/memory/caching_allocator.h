@@ -370,7 +370,10 @@ inline CachingAllocator::Block* CachingAllocator::allocate_block(std::size_t byt
     detail::light_fence(asymmetric_);
     if (GENESIS_LIKELY(tc->reclaim.load(std::memory_order_acquire) == 0 && tc->current->stream == stream)) {
       Block* b = tc->current->pop(rounded);
-      if (GENESIS_UNLIKELY(b == nullptr)) b = pop_near_fit(tc, rounded);  // out of line: misses only
+      // Near fits (out of line: misses only) exist only for small blocks; a
+      // large miss, a third of `mixed`'s requests, skips the call.
+      if (GENESIS_UNLIKELY(b == nullptr) && rounded < detail::kSmallLimit && near_fit_ != 0)
+        b = pop_near_fit(tc, rounded);
       if (GENESIS_LIKELY(b != nullptr)) {
         note_alloc_hot(tc, b, bytes);
         tc->active.store(0, std::memory_order_release);
