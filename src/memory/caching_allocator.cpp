@@ -10,7 +10,9 @@
 // computes the candidate  out - (bytes cached by *this* thread) , which equals
 // the true allocated bytes when one thread allocates and exceeds it by at most
 // what other threads hold cached otherwise. The reported peak is the largest
-// candidate: never below the true peak.
+// candidate: never below the true peak. Allocated and requested bytes and
+// live allocations rise only in allocations, which note their candidates, so
+// the slow free path notes only what a free can raise (note_peaks_free).
 #include "genesis/memory/caching_allocator.h"
 
 #include <algorithm>
