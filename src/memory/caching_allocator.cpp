@@ -10,7 +10,9 @@
 // computes the candidate  out - (bytes cached by *this* thread) , which equals
 // the true allocated bytes when one thread allocates and exceeds it by at most
 // what other threads hold cached otherwise. The reported peak is the largest
-// candidate: never below the true peak.
+// candidate: never below the true peak. Allocated and requested bytes and
+// live allocations rise only in allocations, which note their candidates, so
+// the slow free path notes only what a free can raise (note_peaks_free).
 #include "genesis/memory/caching_allocator.h"
 
 #include <algorithm>
@@ -279,66 +281,20 @@ Block* CachingAllocator::pop_near_fit(ThreadCache* tc, std::size_t rounded) noex
 // ---------------------------------------------------------------------------
 // Blocks
 
-Block* CachingAllocator::new_block() {
-  if (free_blocks_ == nullptr) {
-    block_chunks_.push_back(std::make_unique<Block[]>(kBlockChunk));
-    Block* chunk = block_chunks_.back().get();
-    for (std::size_t i = 0; i < kBlockChunk; ++i) {
-      chunk[i].cache_next = free_blocks_;
-      free_blocks_ = &chunk[i];
-    }
+Block* CachingAllocator::new_block_chunk() {
+  block_chunks_.push_back(std::make_unique<Block[]>(kBlockChunk));
+  Block* chunk = block_chunks_.back().get();
+  for (std::size_t i = 0; i < kBlockChunk; ++i) {
+    chunk[i].cache_next = free_blocks_;
+    free_blocks_ = &chunk[i];
   }
-  Block* b = free_blocks_;
-  free_blocks_ = b->cache_next;
-  b->cache_next = nullptr;
-  return b;
-}
-
-void CachingAllocator::delete_block(Block* b) {
-  // Blocks are recycled, never returned to the system while the allocator
-  // lives: a racing stale lookup (PointerMap) always reads a valid record.
-  delete b->stream_uses;
-  b->stream_uses = nullptr;
-  b->addr = 0;
-  b->size = 0;
-  b->set_requested(0);
-  b->segment = nullptr;
-  b->prev = b->next = nullptr;
-  b->pending_events = 0;
-  b->set_location(nullptr);
-  b->split_counted = false;
-  b->set_state(BlockState::kDead);
-  b->cache_next = free_blocks_;
-  free_blocks_ = b;
-}
-
-void CachingAllocator::index_insert(Block* b) {
-  b->set_state(BlockState::kFree);
-  free_[b->pool].insert(b);
-  if (b->is_split() && !b->segment->expandable) {  // expandable: free pages are releasable
-    b->split_counted = true;
-    counters_.inactive_split_bytes[b->pool] += static_cast<std::int64_t>(b->size);
-    ++counters_.inactive_split_count[b->pool];
-  }
-}
-
-void CachingAllocator::index_erase(Block* b) {
-  free_[b->pool].erase(b);
-  if (b->split_counted) {
-    b->split_counted = false;
-    counters_.inactive_split_bytes[b->pool] -= static_cast<std::int64_t>(b->size);
-    --counters_.inactive_split_count[b->pool];
-  }
+  return new_block();
 }
 
 std::size_t CachingAllocator::segment_size_for(PoolId pool, std::size_t rounded) const noexcept {
   if (pool == detail::kSmallPool) return kSmallSegment;
   if (rounded < kMinLargeAlloc) return kLargeSegment;
   return round_up(rounded, kRoundLarge);
-}
-
-Block* CachingAllocator::find_free_block(PoolId pool, std::size_t rounded, StreamId stream) {
-  return free_[pool].find(stream, rounded);
 }
 
 Block* CachingAllocator::take_block(Block* b, std::size_t rounded) {
@@ -414,6 +370,7 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
 
   Block* b = nullptr;
   bool hit = true;
+  const std::int64_t segments_before = counters_.segments[pool];  // a new expandable range counts as growth
   if (tc != nullptr && tc->current->stream != stream) {
     // Another stream than the hot path looked at: its cache may hold a block.
     // (For the current stream the hot path's pop missed already; a reclaim
@@ -472,7 +429,8 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
   counters_.total_allocated[pool] += size;
   if (hit) ++counters_.num_hits; else ++counters_.num_misses;
 
-  note_peaks_slow(tc, pool);
+  // A hit took no new segment and mapped no page.
+  note_peaks_slow(tc, pool, /*grew=*/!hit || counters_.segments[pool] != segments_before);
   if (map_.has_retired()) synchronize_readers();
   if (recording) {
     b->alloc_time_ns = t0;
@@ -570,7 +528,10 @@ void CachingAllocator::free_slow(Block* b, bool lookup_failed, void* ptr) {
   const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
   ThreadCache* tc = thread_cache();
   Lock lock(mutex_);
-  if (lookup_failed) b = map_.find(addr);
+  // A record looked up without the lock (deallocate) or handed in by the
+  // caller (free_block) may have been freed and recycled since by a racing
+  // double free: trust it only if it still describes addr.
+  if (lookup_failed || b->addr != addr) b = map_.find(addr);
   if (b == nullptr || b->load_state() == BlockState::kDead) {
     for (Segment* seg = segments_; seg != nullptr; seg = seg->next_seg) {
       if (addr > seg->addr && addr < seg->addr + seg->size) {
@@ -631,7 +592,7 @@ void CachingAllocator::free_slow(Block* b, bool lookup_failed, void* ptr) {
     b->stream_uses = nullptr;
     return_to_pool(b);
   }
-  note_peaks_slow(tc, pool);
+  note_peaks_free(tc, pool);
   enforce_cache_limit();
 }
 

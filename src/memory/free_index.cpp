@@ -4,42 +4,14 @@
 
 namespace genesis::memory::detail {
 
-void FreeIndex::insert(Block* b) {
-  PerStream* s = lookup(b->stream);
-  if (s == nullptr) {
-    streams_.push_back(std::make_unique<PerStream>());
-    s = streams_.back().get();
-    s->stream = b->stream;
-  }
-  const int c = size_class(b->size);
-  b->free_owner = s;
-  Block*& head = s->heads[c];
-  b->free_prev = nullptr;
-  b->free_next = head;
-  if (head != nullptr) head->free_prev = b;
-  head = b;
-  s->words[c >> 6] |= std::uint64_t{1} << (c & 63);
-  s->top |= std::uint64_t{1} << (c >> 6);
-  ++count_;
+FreeIndex::PerStream* FreeIndex::add_stream(StreamId stream) {
+  streams_.push_back(std::make_unique<PerStream>());
+  PerStream* s = streams_.back().get();
+  s->stream = stream;
+  return s;
 }
 
-void FreeIndex::erase(Block* b) noexcept {
-  auto* s = static_cast<PerStream*>(b->free_owner);
-  if (s == nullptr) return;
-  b->free_owner = nullptr;
-  const int c = size_class(b->size);
-  if (b->free_prev != nullptr) b->free_prev->free_next = b->free_next;
-  else s->heads[c] = b->free_next;
-  if (b->free_next != nullptr) b->free_next->free_prev = b->free_prev;
-  b->free_prev = b->free_next = nullptr;
-  if (s->heads[c] == nullptr) {
-    s->words[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
-    if (s->words[c >> 6] == 0) s->top &= ~(std::uint64_t{1} << (c >> 6));
-  }
-  --count_;
-}
-
-int FreeIndex::next_class(const PerStream& s, int c) noexcept {
+inline int FreeIndex::next_class(const PerStream& s, int c) noexcept {  // only find() calls it
   if (c >= kNumClasses) return -1;
   int w = c >> 6;
   std::uint64_t bits = s.words[w] & (~std::uint64_t{0} << (c & 63));

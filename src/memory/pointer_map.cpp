@@ -35,65 +35,17 @@ void PointerMap::rebuild(std::size_t capacity) {
   Table* fresh = make_table(capacity);
   for (std::size_t i = 0; i <= old->mask; ++i) {
     std::uintptr_t k = old->slots[i].key.load(std::memory_order_relaxed);
-    if (k == kEmpty || k == kTombstone) continue;
+    if (k == kEmpty) continue;
     Block* b = old->slots[i].value.load(std::memory_order_relaxed);
     std::size_t j = hash(k, fresh->shift);
     while (fresh->slots[j].key.load(std::memory_order_relaxed) != kEmpty) j = (j + 1) & fresh->mask;
     fresh->slots[j].value.store(b, std::memory_order_relaxed);
     fresh->slots[j].key.store(k, std::memory_order_relaxed);
   }
-  tombstones_ = 0;
   // Publishing with release makes the filled slots visible to readers that
   // load the table pointer with acquire.
   table_.store(fresh, std::memory_order_release);
   retired_.push_back(old);
-}
-
-void PointerMap::insert(std::uintptr_t addr, Block* block) {
-  Table* t = table_.load(std::memory_order_relaxed);
-  // Keep the load (live + tombstones) under 1/2 so probes stay short.
-  if ((count_ + tombstones_ + 1) * 2 > t->mask + 1) {
-    std::size_t cap = t->mask + 1;
-    if ((count_ + 1) * 4 > cap) cap *= 2;  // mostly live keys: grow; else just drop tombstones
-    rebuild(cap);
-    t = table_.load(std::memory_order_relaxed);
-  }
-  std::size_t i = hash(addr, t->shift);
-  std::size_t reuse = SIZE_MAX;
-  for (;;) {
-    std::uintptr_t k = t->slots[i].key.load(std::memory_order_relaxed);
-    if (k == addr) {  // re-insert of a live key: just update the value
-      t->slots[i].value.store(block, std::memory_order_release);
-      return;
-    }
-    if (k == kTombstone && reuse == SIZE_MAX) reuse = i;
-    if (k == kEmpty) break;
-    i = (i + 1) & t->mask;
-  }
-  if (reuse != SIZE_MAX) {
-    i = reuse;
-    --tombstones_;
-  }
-  t->slots[i].value.store(block, std::memory_order_relaxed);
-  t->slots[i].key.store(addr, std::memory_order_release);
-  ++count_;
-}
-
-void PointerMap::erase(std::uintptr_t addr) noexcept {
-  Table* t = table_.load(std::memory_order_relaxed);
-  std::size_t i = hash(addr, t->shift);
-  for (;;) {
-    std::uintptr_t k = t->slots[i].key.load(std::memory_order_relaxed);
-    if (k == addr) {
-      t->slots[i].value.store(nullptr, std::memory_order_relaxed);
-      t->slots[i].key.store(kTombstone, std::memory_order_release);
-      --count_;
-      ++tombstones_;
-      return;
-    }
-    if (k == kEmpty) return;
-    i = (i + 1) & t->mask;
-  }
 }
 
 }  // namespace genesis::memory::detail

@@ -8,10 +8,19 @@
 // key can never hand out the wrong block. Blocks are never returned to the
 // system while the allocator lives, so a stale read is memory safe.
 //
-// Tables are replaced (grown or cleaned of tombstones) under the mutex; the
-// old table is freed only after a grace period in which every thread that
-// might be reading it has left its hot-path section (see Note [Thread cache
-// handshake]); until then it stays on a retired list.
+// Note [Pointer map deletion]: erase closes the hole it leaves by shifting
+// the rest of the probe cluster back (no tombstones). With tombstones the
+// table filled up with them under steady churn and had to be rebuilt: a new
+// 256 KiB table, a rehash and a grace period (a membarrier) every ~30,000
+// pairs of `mixed`. A reader racing a shift can miss a key that moves behind
+// it; it never gets a wrong block (the addr check above). A miss only sends
+// deallocate to the slow path, which looks the pointer up again under the
+// mutex, where the table is consistent.
+//
+// Tables are replaced (grown) under the mutex; the old table is freed only
+// after a grace period in which every thread that might be reading it has
+// left its hot-path section (see Note [Thread cache handshake]); until then
+// it stays on a retired list.
 #pragma once
 
 #include <atomic>
@@ -47,9 +56,57 @@ class PointerMap {
     }
   }
 
-  /// Writers: call with the allocator mutex held.
-  void insert(std::uintptr_t addr, Block* block);
-  void erase(std::uintptr_t addr) noexcept;
+  /// Writers: call with the allocator mutex held. Inline (a rebuild is out
+  /// of line): every split and merge of the pool makes one of these.
+  void insert(std::uintptr_t addr, Block* block) {
+    Table* t = table_.load(std::memory_order_relaxed);
+    // Keep the load under 1/2 so probes stay short.
+    if ((count_ + 1) * 2 > t->mask + 1) {
+      rebuild(2 * (t->mask + 1));
+      t = table_.load(std::memory_order_relaxed);
+    }
+    std::size_t i = hash(addr, t->shift);
+    for (;;) {
+      const std::uintptr_t k = t->slots[i].key.load(std::memory_order_relaxed);
+      if (k == addr) {  // re-insert of a live key: just update the value
+        t->slots[i].value.store(block, std::memory_order_release);
+        return;
+      }
+      if (k == kEmpty) break;
+      i = (i + 1) & t->mask;
+    }
+    t->slots[i].value.store(block, std::memory_order_relaxed);
+    t->slots[i].key.store(addr, std::memory_order_release);
+    ++count_;
+  }
+  /// Note [Pointer map deletion].
+  void erase(std::uintptr_t addr) noexcept {
+    Table* t = table_.load(std::memory_order_relaxed);
+    std::size_t hole = hash(addr, t->shift);
+    for (;;) {
+      const std::uintptr_t k = t->slots[hole].key.load(std::memory_order_relaxed);
+      if (k == addr) break;
+      if (k == kEmpty) return;
+      hole = (hole + 1) & t->mask;
+    }
+    // Every key after the hole up to the next empty slot whose home slot does
+    // not lie cyclically in (hole, j] may move into the hole (its probe from
+    // home passes the hole), which then moves to j.
+    for (std::size_t j = (hole + 1) & t->mask;; j = (j + 1) & t->mask) {
+      const std::uintptr_t k = t->slots[j].key.load(std::memory_order_relaxed);
+      if (k == kEmpty) break;
+      const std::size_t home = hash(k, t->shift);
+      if (((j - home) & t->mask) >= ((j - hole) & t->mask)) {
+        // Value first, then key (release), as in insert.
+        t->slots[hole].value.store(t->slots[j].value.load(std::memory_order_relaxed), std::memory_order_relaxed);
+        t->slots[hole].key.store(k, std::memory_order_release);
+        hole = j;
+      }
+    }
+    t->slots[hole].value.store(nullptr, std::memory_order_relaxed);
+    t->slots[hole].key.store(kEmpty, std::memory_order_release);
+    --count_;
+  }
   std::size_t size() const noexcept { return count_; }
 
   /// True when a replaced table waits for a grace period before being freed.
@@ -59,7 +116,6 @@ class PointerMap {
 
  private:
   static constexpr std::uintptr_t kEmpty = 0;
-  static constexpr std::uintptr_t kTombstone = 1;  // never a block address (512-aligned)
 
   struct Slot {
     std::atomic<std::uintptr_t> key{kEmpty};
@@ -80,7 +136,6 @@ class PointerMap {
 
   std::atomic<Table*> table_;
   std::size_t count_ = 0;       // live keys
-  std::size_t tombstones_ = 0;
   std::vector<Table*> retired_;
 };
 
