@@ -168,24 +168,23 @@ void CachingAllocator::retire_thread_cache(ThreadCache* tc) {
 
 void CachingAllocator::flush_thread_cache(ThreadCache* tc, int only_pool, const StreamId* only_stream) {
   if (tc->cached_blocks.get() == 0) return;
+  // The counters move once per flush, not per block: nothing reads them
+  // in between (the mutex is held and the owner is not in the hot path).
+  std::int64_t flushed[detail::kNumPools] = {};
+  std::int64_t blocks = 0;
+  auto drain = [&](detail::BlockList& list) {
+    while (list.head != nullptr) {
+      Block* b = list.head;
+      list.head = b->cache_next;
+      b->cache_next = nullptr;
+      flushed[b->pool] += static_cast<std::int64_t>(b->size);
+      ++blocks;
+      return_to_pool(b, /*touch=*/false);  // parked since its free: not a new use
+    }
+    list.count = 0;
+  };
   for (auto& sc : tc->streams) {
     if (!sc || (only_stream != nullptr && sc->stream != *only_stream)) continue;
-    auto drain = [&](detail::BlockList& list) {
-      while (list.head != nullptr) {
-        Block* b = list.head;
-        list.head = b->cache_next;
-        b->cache_next = nullptr;
-        const std::int64_t size = static_cast<std::int64_t>(b->size);
-        tc->cached_bytes[b->pool].add(-size);
-        tc->cached_total.add(-size);
-        tc->cached_blocks.add(-1);
-        out_bytes_pool_[b->pool].store(out_bytes_pool_[b->pool].load(std::memory_order_relaxed) - size,
-                                       std::memory_order_relaxed);
-        out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - size, std::memory_order_relaxed);
-        return_to_pool(b, /*touch=*/false);  // parked since its free: not a new use
-      }
-      list.count = 0;
-    };
     if (only_pool != detail::kLargePool) {
       for (std::size_t w = 0; w < sc->small_mask.size(); ++w) {
         for (std::uint64_t bits = sc->small_mask[w]; bits != 0; bits &= bits - 1) {
@@ -202,7 +201,18 @@ void CachingAllocator::flush_thread_cache(ThreadCache* tc, int only_pool, const 
       }
       sc->large_mask = 0;
     }
+    if (only_stream != nullptr) break;  // one cache per stream
   }
+  if (blocks == 0) return;
+  for (int p = 0; p < detail::kNumPools; ++p) {
+    if (flushed[p] == 0) continue;
+    tc->cached_bytes[p].add(-flushed[p]);
+    out_bytes_pool_[p].store(out_bytes_pool_[p].load(std::memory_order_relaxed) - flushed[p], std::memory_order_relaxed);
+  }
+  const std::int64_t total = flushed[0] + flushed[1];
+  tc->cached_total.add(-total);
+  tc->cached_blocks.add(-blocks);
+  out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - total, std::memory_order_relaxed);
 }
 
 void CachingAllocator::reclaim_thread_caches(bool include_self) {
@@ -298,7 +308,7 @@ std::size_t CachingAllocator::segment_size_for(PoolId pool, std::size_t rounded)
 }
 
 Block* CachingAllocator::take_block(Block* b, std::size_t rounded) {
-  index_erase(b);
+  void* owner = index_erase(b);  // the remainder goes to the same stream's table
   // Out of the index means out of the pool: a block still marked kFree here
   // would be merged into a neighbour that returns to the pool before the
   // caller is done with it (expandable segments' out-of-memory recovery
@@ -323,16 +333,18 @@ Block* CachingAllocator::take_block(Block* b, std::size_t rounded) {
     b->next = rest;
     b->size = rounded;
     map_.insert(rest->addr, rest);
-    index_insert(rest);
+    index_insert(rest, owner);
   }
   return b;
 }
 
 void CachingAllocator::return_to_pool(Block* b, bool touch) {
   // Invariant: two free blocks are never neighbours, so at most one merge on
-  // each side.
+  // each side. A neighbour is of the same segment, hence stream: the merged
+  // block goes to the table the neighbour left.
+  void* owner = nullptr;
   if (Block* prev = b->prev; prev != nullptr && prev->load_state() == BlockState::kFree) {
-    index_erase(prev);
+    owner = index_erase(prev);
     prev->size += b->size;
     prev->next = b->next;
     if (b->next != nullptr) b->next->prev = prev;
@@ -341,14 +353,14 @@ void CachingAllocator::return_to_pool(Block* b, bool touch) {
     b = prev;
   }
   if (Block* next = b->next; next != nullptr && next->load_state() == BlockState::kFree) {
-    index_erase(next);
+    if (void* o = index_erase(next); o != nullptr) owner = o;
     b->size += next->size;
     b->next = next->next;
     if (next->next != nullptr) next->next->prev = b;
     map_.erase(next->addr);
     delete_block(next);
   }
-  index_insert(b);
+  index_insert(b, owner);
   if (touch) b->segment->last_used_ns = detail::coarse_now_ns();
 }
 

@@ -248,8 +248,10 @@ class CachingAllocator {
   std::size_t unmap_range(detail::Segment* seg, std::size_t first, std::size_t end);
   std::size_t mapped_in(const Block* b) const noexcept;
   void return_to_pool(Block* b, bool touch = true);   // merge + index; touch: mark the segment used now
-  void index_insert(Block* b);
-  void index_erase(Block* b);
+  // index_erase returns what index_insert takes as `like` for a block of the
+  // same segment (FreeIndex::insert_like); null: a plain insert.
+  void index_insert(Block* b, void* like = nullptr);
+  void* index_erase(Block* b);
   void process_events();
   void wait_all_pending();
   void release_free_segments(std::uint64_t idle_before_ns, std::size_t* released, bool keep_expandable = false);
@@ -538,9 +540,9 @@ inline void CachingAllocator::delete_block(Block* b) {
   free_blocks_ = b;
 }
 
-inline void CachingAllocator::index_insert(Block* b) {
+inline void CachingAllocator::index_insert(Block* b, void* like) {
   b->set_state(detail::BlockState::kFree);
-  free_[b->pool].insert(b);
+  free_[b->pool].insert_like(b, like);
   if (b->is_split() && !b->segment->expandable) {  // expandable: free pages are releasable
     b->split_counted = true;
     counters_.inactive_split_bytes[b->pool] += static_cast<std::int64_t>(b->size);
@@ -548,13 +550,14 @@ inline void CachingAllocator::index_insert(Block* b) {
   }
 }
 
-inline void CachingAllocator::index_erase(Block* b) {
-  free_[b->pool].erase(b);
+inline void* CachingAllocator::index_erase(Block* b) {
+  void* owner = free_[b->pool].erase(b);
   if (b->split_counted) {
     b->split_counted = false;
     counters_.inactive_split_bytes[b->pool] -= static_cast<std::int64_t>(b->size);
     --counters_.inactive_split_count[b->pool];
   }
+  return owner;
 }
 
 }  // namespace genesis::memory

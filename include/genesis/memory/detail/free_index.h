@@ -44,20 +44,20 @@ class FreeIndex {
   void insert(Block* b) {
     PerStream* s = lookup(b->stream);
     if (s == nullptr) s = add_stream(b->stream);
-    const int c = size_class(b->size);
-    b->free_owner = s;
-    Block*& head = s->heads[c];
-    b->free_prev = nullptr;
-    b->free_next = head;
-    if (head != nullptr) head->free_prev = b;
-    head = b;
-    s->words[c >> 6] |= std::uint64_t{1} << (c & 63);
-    s->top |= std::uint64_t{1} << (c >> 6);
-    ++count_;
+    link(b, s);
   }
-  void erase(Block* b) noexcept {
+  /// insert() for a block of the same stream as one just erased, with what
+  /// erase() returned for it (null: look the stream up): a split remainder,
+  /// a block that absorbed a free neighbour. Skips the stream lookup.
+  void insert_like(Block* b, void* erased_owner) {
+    if (erased_owner == nullptr) return insert(b);
+    link(b, static_cast<PerStream*>(erased_owner));
+  }
+  /// Unlinks b; returns its per-stream table for insert_like (null if b was
+  /// not in the index).
+  void* erase(Block* b) noexcept {
     auto* s = static_cast<PerStream*>(b->free_owner);
-    if (s == nullptr) return;
+    if (s == nullptr) return nullptr;
     b->free_owner = nullptr;
     const int c = size_class(b->size);
     if (b->free_prev != nullptr) b->free_prev->free_next = b->free_next;
@@ -69,6 +69,7 @@ class FreeIndex {
       if (s->words[c >> 6] == 0) s->top &= ~(std::uint64_t{1} << (c >> 6));
     }
     --count_;
+    return s;
   }
   /// The best block of at least `size` bytes on `stream`, or null. Does not
   /// remove it.
@@ -94,6 +95,20 @@ class FreeIndex {
   }
 
  private:
+  struct PerStream;
+  // insert's body, once the stream's table is known.
+  void link(Block* b, PerStream* s) noexcept {
+    const int c = size_class(b->size);
+    b->free_owner = s;
+    Block*& head = s->heads[c];
+    b->free_prev = nullptr;
+    b->free_next = head;
+    if (head != nullptr) head->free_prev = b;
+    head = b;
+    s->words[c >> 6] |= std::uint64_t{1} << (c & 63);
+    s->top |= std::uint64_t{1} << (c >> 6);
+    ++count_;
+  }
   template <typename Fn>
   void for_each_from_class(int first, Fn& fn) const {
     if (first >= kNumClasses) return;
