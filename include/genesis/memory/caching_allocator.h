@@ -514,6 +514,14 @@ inline bool CachingAllocator::ensure_mapped(Block* b, std::size_t bytes) {
   return map_block_pages(b, bytes);
 }
 
+// Inline: the slow path's peak notes (caching_allocator.cpp) call it on every
+// slow-path call.
+inline void CachingAllocator::store_hot_bases(detail::PoolId p) {
+  base_requested_[p].store(counters_.requested[p] + retired_requested_[p], std::memory_order_relaxed);
+  base_live_[p].store(counters_.num_allocs[p] + retired_allocs_[p] - counters_.num_frees[p] - retired_frees_[p],
+                      std::memory_order_relaxed);
+}
+
 inline CachingAllocator::Block* CachingAllocator::new_block() {
   Block* b = free_blocks_;
   if (GENESIS_UNLIKELY(b == nullptr)) return new_block_chunk();
