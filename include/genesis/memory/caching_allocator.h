@@ -505,8 +505,8 @@ inline CachingAllocator::Block* CachingAllocator::find_free_block(detail::PoolId
   return free_[pool].find(stream, rounded);
 }
 
-// Inline: once warm nearly every slow-path allocation on an expandable
-// segment ends at this check (GPT-2 replay: 39k of 42k calls), and as a call
+// Inline: once warm most slow-path allocations on an expandable segment end
+// at this check (GPT-2 replay: 32k of 42k calls), and as a call
 // the out-of-line function's register saves cost more than the check.
 inline bool CachingAllocator::ensure_mapped(Block* b, std::size_t bytes) {
   const detail::Segment* seg = b->segment;
