@@ -25,6 +25,7 @@
 #include "bench_common.h"
 #include "genesis/cuda/runtime.h"
 #include "genesis/memory/caching_allocator.h"
+#include "genesis/memory/detail/asymmetric_fence.h"
 #include "genesis/memory/cuda_resource.h"
 #include "genesis/memory/host_resource.h"
 #include "genesis/memory/pinned_resource.h"
@@ -300,6 +301,10 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(cfg.thread_pairs), cfg.reps, cfg.thread_reps, cfg.rep_budget_ms,
                 seq.mean_size() / double(gb::MiB));
   rep.note(buf);
+  rep.note(gb::describe_cpu_order());
+  rep.note(genesis::memory::detail::asymmetric_fence_available()
+               ? "hot-path fence: compiler barrier (membarrier registered)"
+               : "hot-path fence: full fence on every call (membarrier unavailable)");
 
   bool ok = true;
   for (const auto& n : names) ok = bench_upstream(n, cfg, rep, seq, seq_set) && ok;

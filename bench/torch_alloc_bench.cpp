@@ -273,6 +273,7 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(cfg.thread_pairs), cfg.reps, cfg.thread_reps, cfg.rep_budget_ms,
                 seq.mean_size() / double(gb::MiB));
   rep.note(buf);
+  rep.note(gb::describe_cpu_order());
 
   bool ok = true;
   std::string torch_backend;

@@ -81,7 +81,8 @@ CachingAllocator::CachingAllocator(std::shared_ptr<UpstreamResource> upstream, A
     page_shift_ = std::countr_zero(page_size_);
   }
   // Near fits only over classic segments (Note [Near fits]).
-  near_fit_ = expandable_ ? 0 : options_.thread_cache_near_fit;
+  if (const std::uint32_t n = expandable_ ? 0 : options_.thread_cache_near_fit; n != 0)
+    near_mul_ = ((std::uint64_t{1} << 32) + n - 1) / n;
   if (options_.memory_fraction < 1.0 && total_capacity_ > 0)
     memory_limit_ = static_cast<std::size_t>(options_.memory_fraction * static_cast<double>(total_capacity_));
   std::size_t tc_limit = options_.thread_cache_bytes;
@@ -215,6 +216,37 @@ void CachingAllocator::flush_thread_cache(ThreadCache* tc, int only_pool, const 
   out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - total, std::memory_order_relaxed);
 }
 
+// flush_thread_cache(tc, kLargePool, &stream) for the stream cache the
+// thread uses now, which is what every large-pool search of the slow path
+// asks for (Note [Thread caches and fragmentation]): `mixed` makes one per
+// large request, and the general loop over stream caches, pools and small
+// marks cost about as much as returning the one or two blocks it finds.
+void CachingAllocator::flush_large_lists(ThreadCache* tc, detail::StreamCache* sc) {
+  std::int64_t bytes = 0, blocks = 0;
+  for (std::uint64_t bits = sc->large_mask; bits != 0; bits &= bits - 1) {
+    detail::BlockList& list = sc->large[static_cast<std::size_t>(std::countr_zero(bits))].list;
+    Block* b = list.head;
+    list.head = nullptr;
+    list.count = 0;
+    while (b != nullptr) {
+      Block* next = b->cache_next;  // return_to_pool may recycle b's record
+      b->cache_next = nullptr;
+      bytes += static_cast<std::int64_t>(b->size);
+      ++blocks;
+      return_to_pool(b, /*touch=*/false);
+      b = next;
+    }
+  }
+  sc->large_mask = 0;
+  if (blocks == 0) return;
+  constexpr int p = detail::kLargePool;
+  tc->cached_bytes[p].add(-bytes);
+  tc->cached_total.add(-bytes);
+  tc->cached_blocks.add(-blocks);
+  out_bytes_pool_[p].store(out_bytes_pool_[p].load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
+  out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
+}
+
 void CachingAllocator::reclaim_thread_caches(bool include_self) {
   ThreadCache* self = nullptr;
   if (!include_self) {
@@ -280,13 +312,8 @@ std::int64_t CachingAllocator::thread_cached_total_locked() const {
 // and hits exactly; there near fits only slowed `mixed_set` down (55.6 ->
 // 63.5 ns on the dev box, 2026-11-21) by handing out blocks another size
 // would have hit.
-// Runs outside the fast path proper: only after the exact pop missed; the
-// caller finishes the allocation as for an exact hit.
-Block* CachingAllocator::pop_near_fit(ThreadCache* tc, std::size_t rounded) noexcept {
-  const std::uint32_t n = near_fit_;
-  if (n == 0 || rounded >= detail::kSmallLimit) return nullptr;
-  return tc->current->pop_near(rounded, rounded + rounded / n);
-}
+// The search (StreamCache::pop_small) covers the exact size and its near
+// fits at once; the caller finishes a near fit like an exact hit.
 
 // ---------------------------------------------------------------------------
 // Blocks
@@ -488,8 +515,10 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
   // best fit would have chosen as well.
   // The small pool is exempt: its 2 MiB segments bound what parking can cost,
   // and small sizes repeat, so its thread cache earns its keep there.
-  if (pool == detail::kLargePool && tc != nullptr && tc->cached_bytes[pool].get() != 0)
-    flush_thread_cache(tc, pool, &stream);
+  if (pool == detail::kLargePool && tc != nullptr && tc->cached_bytes[pool].get() != 0) {
+    if (tc->current->stream == stream) flush_large_lists(tc, tc->current);
+    else flush_thread_cache(tc, pool, &stream);
+  }
   b = find_free_block(pool, rounded, stream);
   if (b == nullptr && pool == detail::kSmallPool && tc != nullptr && tc->cached_bytes[pool].get() != 0) {
     flush_thread_cache(tc, pool, &stream);  // before growing: merged, parked blocks may fit

@@ -26,6 +26,7 @@
 // at once (S orders the work), on other streams only via record_stream().
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -228,7 +229,6 @@ class CachingAllocator {
   // cost ~13 instructions of a ~300-instruction hot pair (callgrind).
   [[gnu::always_inline]] void note_alloc_hot(detail::ThreadCache* tc, Block* b, std::size_t bytes) noexcept;
   [[gnu::always_inline]] Block* hot_free_path(detail::ThreadCache* tc, Block* b) noexcept;
-  Block* pop_near_fit(detail::ThreadCache* tc, std::size_t rounded) noexcept;
 
   // Slow paths (caching_allocator.cpp).
   detail::ThreadCache* thread_cache_slow() noexcept;
@@ -259,6 +259,7 @@ class CachingAllocator {
   // Mutex held, handshake done (or the owner calling). only_pool < 0 and
   // only_stream null: everything.
   void flush_thread_cache(detail::ThreadCache* tc, int only_pool = -1, const StreamId* only_stream = nullptr);
+  void flush_large_lists(detail::ThreadCache* tc, detail::StreamCache* sc);  // mutex held; sc of tc
   void reclaim_thread_caches(bool include_self);      // mutex held
   void synchronize_readers();                         // mutex held
   void enforce_cache_limit();
@@ -290,7 +291,11 @@ class CachingAllocator {
   int page_shift_ = 0;               // log2(page_size_): page numbers by shifts, not 64-bit divisions
   std::size_t page_floor(std::size_t off) const noexcept { return off >> page_shift_; }
   std::size_t page_ceil(std::size_t off) const noexcept { return (off + page_size_ - 1) >> page_shift_; }
-  std::uint32_t near_fit_ = 0;       // thread_cache_near_fit in effect (0 with expandable segments)
+  // Near fits (Note [Near fits]): a small request of bin i may take a cached
+  // block of bins i .. i + i/N, i/N computed as (i * near_mul_) >> 32 with
+  // near_mul_ = ceil(2^32 / N) (exact for every bin; no division on the hot
+  // path). 0: exact sizes only (near fits off, or expandable segments).
+  std::uint64_t near_mul_ = 0;
   int slot_ = 0;                     // index into tls_slots
   std::uint64_t generation_ = 0;     // unique per allocator, never 0 when slotted
   std::atomic<bool> recording_{false};
@@ -373,11 +378,15 @@ inline CachingAllocator::Block* CachingAllocator::allocate_block(std::size_t byt
     tc->active.store(1, std::memory_order_relaxed);
     detail::light_fence(asymmetric_);
     if (GENESIS_LIKELY(tc->reclaim.load(std::memory_order_acquire) == 0 && tc->current->stream == stream)) {
-      Block* b = tc->current->pop(rounded);
-      // Near fits (out of line: misses only) exist only for small blocks; a
-      // large miss, a third of `mixed`'s requests, skips the call.
-      if (GENESIS_UNLIKELY(b == nullptr) && rounded < detail::kSmallLimit && near_fit_ != 0)
-        b = pop_near_fit(tc, rounded);
+      detail::StreamCache* sc = tc->current;
+      Block* b;
+      if (rounded <= detail::kSmallLimit) {
+        // The exact size or a near fit (Note [Near fits]) in one search.
+        const std::size_t i = rounded >> detail::kAlignShift;
+        b = sc->pop_small(i, std::min(i + ((i * near_mul_) >> 32), detail::kNumSmallBins - 1));
+      } else {
+        b = sc->pop_large(rounded);
+      }
       if (GENESIS_LIKELY(b != nullptr)) {
         note_alloc_hot(tc, b, bytes);
         tc->active.store(0, std::memory_order_release);

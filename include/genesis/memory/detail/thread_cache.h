@@ -10,6 +10,7 @@
 
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -79,14 +80,44 @@ struct alignas(64) StreamCache {
   Block* pop(std::size_t rounded) noexcept {
     if (rounded <= kSmallLimit) {
       const std::size_t i = rounded >> kAlignShift;
-      BlockList& list = small[i];
+      return pop_small(i, i);
+    }
+    return pop_large(rounded);
+  }
+
+  /// Pops a block of the small bins first..last (inclusive; bin i holds
+  /// blocks of i * 512 bytes): the smallest non-empty one, or null. With
+  /// first == last an exact pop; with last > first the exact size or its
+  /// near fits in one search (Note [Near fits]). Owner thread only.
+  /// Inline and branch-light: the hot path of every small allocation. A
+  /// separate exact pop and, on its miss, a near-fit call mispredicted on
+  /// about half of `mixed`'s small requests (exact hit or not is random).
+  Block* pop_small(std::size_t first, std::size_t last) noexcept {
+    if (first == last) {  // exact sizes only (near fits off): the list head, no bitmap search
+      BlockList& list = small[first];
       Block* b = list.head;
       if (b != nullptr) {
         list.head = b->cache_next;
-        if (--list.count == 0) small_mask[i >> 6] &= ~(std::uint64_t{1} << (i & 63));
+        if (--list.count == 0) small_mask[first >> 6] &= ~(std::uint64_t{1} << (first & 63));
       }
       return b;
     }
+    std::size_t w = first >> 6;
+    const std::size_t last_w = last >> 6;
+    std::uint64_t bits = small_mask[w] & (~std::uint64_t{0} << (first & 63));
+    while (w != last_w && bits == 0) bits = small_mask[++w];
+    if (w == last_w) bits &= ~std::uint64_t{0} >> (63 - (last & 63));
+    if (bits == 0) return nullptr;
+    const std::size_t i = (w << 6) + static_cast<std::size_t>(std::countr_zero(bits));
+    BlockList& list = small[i];
+    Block* b = list.head;
+    list.head = b->cache_next;
+    if (--list.count == 0) small_mask[w] &= ~(std::uint64_t{1} << (i & 63));
+    return b;
+  }
+
+  /// Pops a block of exactly `rounded` (> kSmallLimit) bytes, or null.
+  Block* pop_large(std::size_t rounded) noexcept {
     BlockList* list = find_large(rounded);
     if (list == nullptr) return nullptr;
     Block* b = list->head;
@@ -96,10 +127,6 @@ struct alignas(64) StreamCache {
     }
     return b;
   }
-
-  /// Pops the smallest small-pool block larger than `rounded` and at most
-  /// `max_size` bytes, or null (Note [Near fits]). Owner thread only.
-  Block* pop_near(std::size_t rounded, std::size_t max_size) noexcept;
 
   BlockList* find_large(std::size_t rounded) noexcept {
     std::size_t i = large_hash(rounded);
