@@ -113,6 +113,36 @@ TEST_F(NearFitTest, EmptyListsWithStaleMarksAreSkipped) {
   a->deallocate(q);
 }
 
+TEST_F(NearFitTest, BoundForAnyNIsExact) {
+  // N = 3: the bound i + i/3 (in 512-byte bins) without a division on the hot
+  // path (CachingAllocator::near_mul_). 60 KiB = 120 bins: up to 160 bins =
+  // 80 KiB fits; 59.5 KiB = 119 bins: up to 158 bins = 79 KiB, so 80 does not.
+  auto a = make(3);
+  void* keep = a->allocate(4 * KiB);
+  void* p = a->allocate(80 * KiB);
+  a->deallocate(p);
+  void* q = a->allocate(59 * KiB + 512);
+  EXPECT_NE(q, p);
+  EXPECT_EQ(a->allocation_size(q), 59 * KiB + 512);
+  void* r = a->allocate(60 * KiB);
+  EXPECT_EQ(r, p);
+  for (void* x : {q, r, keep}) a->deallocate(x);
+}
+
+TEST_F(NearFitTest, SearchCrossesMaskWords) {
+  // Marks are 64 bins to a word: 55 KiB is bin 110 (word 1), 65 KiB bin 130
+  // (word 2), within 110 + 110/4 = 137.
+  auto a = make();
+  void* keep = a->allocate(4 * KiB);
+  void* p = a->allocate(65 * KiB);
+  a->deallocate(p);
+  void* q = a->allocate(55 * KiB);
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(a->allocation_size(q), 65 * KiB);
+  a->deallocate(q);
+  a->deallocate(keep);
+}
+
 TEST(NearFitExpandableTest, ExpandableSegmentsUseExactSizesOnly) {
   auto sim = std::make_shared<SimulatedDevice>(1 * GiB);
   AllocatorOptions o;

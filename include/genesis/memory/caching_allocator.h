@@ -13,7 +13,9 @@
 //     (no shared lock, no atomic read-modify-write); a small request whose
 //     exact size is not cached may take a cached block up to 1/4 larger
 //     (Note [Near fits]); misses take the slow path under one mutex per
-//     allocator;
+//     allocator, which returns cached large blocks to the pool before its
+//     searches (all but a few: Note [Parked large blocks]) and every cached
+//     block before growing;
 //   - when the upstream refuses, cached memory is released and the request
 //     retried; then OutOfMemoryError explains the situation;
 //   - optionally (AllocatorOptions::expandable_segments), segments are
@@ -65,6 +67,10 @@ struct AllocatorOptions {
   /// Blocks one thread cache keeps per small size / per large size.
   std::uint32_t thread_cache_small_count = 32;
   std::uint32_t thread_cache_large_count = 4;
+  /// Large blocks one thread may keep parked in its cache (per stream)
+  /// across large-pool searches before they return to the pool (Note
+  /// [Parked large blocks]); 0: every large-pool search returns them first.
+  std::uint32_t thread_cache_large_park = 4;
   /// Near fits (Note [Near fits]): when a thread cache has no block of the
   /// requested small size, it hands out its smallest block that is at most
   /// 1/N larger (N = this value; 0: exact sizes only). Classic segments
@@ -296,6 +302,7 @@ class CachingAllocator {
   // near_mul_ = ceil(2^32 / N) (exact for every bin; no division on the hot
   // path). 0: exact sizes only (near fits off, or expandable segments).
   std::uint64_t near_mul_ = 0;
+  std::uint32_t large_park_ = 0;     // thread_cache_large_park (Note [Parked large blocks])
   int slot_ = 0;                     // index into tls_slots
   std::uint64_t generation_ = 0;     // unique per allocator, never 0 when slotted
   std::atomic<bool> recording_{false};
@@ -497,6 +504,7 @@ inline CachingAllocator::Block* CachingAllocator::hot_free_path(detail::ThreadCa
   b->cache_next = list->head;
   list->head = b;
   ++list->count;
+  sc->large_blocks += b->size > detail::kSmallLimit ? 1u : 0u;
   tc->cached_bytes[p].add(size);
   tc->cached_total.set(cached_all);
   tc->cached_blocks.add(1);

@@ -71,6 +71,9 @@ struct alignas(64) StreamCache {
   static constexpr std::size_t kMaskWords = (kNumSmallBins + 63) / 64;
   std::array<std::uint64_t, kMaskWords> small_mask{};
   std::uint64_t large_mask = 0;
+  // Blocks in the large lists (Note [Parked large blocks]): pushes add,
+  // pop_large and flushes take away.
+  std::uint32_t large_blocks = 0;
 
   static std::size_t large_hash(std::size_t size) noexcept {
     return static_cast<std::size_t>(((size >> kAlignShift) * 0x9E3779B97F4A7C15ull) >> 58);  // 64 slots
@@ -124,6 +127,7 @@ struct alignas(64) StreamCache {
     if (b != nullptr) {
       list->head = b->cache_next;
       --list->count;
+      --large_blocks;
     }
     return b;
   }
