@@ -9,6 +9,7 @@
 # build-gpu. Output goes to $OUT (default ./out):
 #   alloc_bench.log / .json             build-gpu/alloc_bench --upstream all
 #   torch_alloc_bench.log / .json       build-gpu/torch_alloc_bench
+#   torch_alloc_interleaved.log         Genesis and PyTorch interleaved in one process
 #   alloc_results.md                    the tables below, with date, GPU, command
 # The tables go to stdout as well. Exit status: 0 when both programs ran and
 # succeeded, 1 otherwise (the tables are written with whatever ran).
@@ -49,6 +50,12 @@ run_bench() {
 
 run_bench alloc_bench --upstream all "${BENCH_ARGS[@]}"
 run_bench torch_alloc_bench "${BENCH_ARGS[@]}"
+# Genesis and PyTorch in one process, repetitions interleaved: ratios that the
+# machine's changing CPU speed cannot skew (bench/torch_alloc_interleaved.cpp).
+if [[ -x "$BUILD/torch_alloc_interleaved" ]]; then
+  echo "==> $BUILD/torch_alloc_interleaved"
+  "$BUILD/torch_alloc_interleaved" 2>&1 | tee "$OUT/torch_alloc_interleaved.log" || status=1
+fi
 
 GPU="$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader -i 0 2>/dev/null | head -1)"
 [[ -n $GPU ]] || GPU="unknown (nvidia-smi failed)"
