@@ -36,6 +36,8 @@
 #ifndef GENESIS_BENCH_NO_TORCH
 #include <ATen/ATen.h>  // only to run PyTorch's lazy CUDA initialisation
 #include <c10/cuda/CUDACachingAllocator.h>
+
+#include "torch_adaptor.h"
 #endif
 
 namespace {
@@ -63,16 +65,7 @@ constexpr int kDevice = 0;
 // ------------------------------------------------------------- adaptors ---
 
 #ifndef GENESIS_BENCH_NO_TORCH
-/// PyTorch's caching allocator through its raw API (what C++ extensions use).
-struct TorchAdaptor {
-  void* alloc(std::size_t n) {
-    void* p = c10::cuda::CUDACachingAllocator::raw_alloc(n);
-    if (p == nullptr) throw std::runtime_error("raw_alloc returned nullptr");
-    return p;
-  }
-  void free(void* p) { c10::cuda::CUDACachingAllocator::raw_delete(p); }
-  void sync() { BENCH_CUDA_CHECK(cudaDeviceSynchronize()); }
-};
+using gb::TorchAdaptor;
 
 /// Initialises PyTorch's CUDA state the way a tensor allocation does (which
 /// calls CUDACachingAllocator::init(device_count)); falls back to calling

@@ -33,6 +33,8 @@
 #ifndef GENESIS_BENCH_NO_TORCH
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+
+#include "torch_adaptor.h"
 #endif
 
 namespace {
@@ -47,15 +49,7 @@ struct GenesisAdaptor {
 };
 
 #ifndef GENESIS_BENCH_NO_TORCH
-struct TorchAdaptor {
-  void* alloc(std::size_t n) {
-    void* p = c10::cuda::CUDACachingAllocator::raw_alloc(n);
-    if (p == nullptr) throw std::runtime_error("raw_alloc returned nullptr");
-    return p;
-  }
-  void free(void* p) { c10::cuda::CUDACachingAllocator::raw_delete(p); }
-  void sync() { (void)cudaDeviceSynchronize(); }
-};
+using gb::TorchAdaptor;
 #endif
 
 struct Row {
