@@ -92,9 +92,10 @@ struct alignas(64) StreamCache {
   /// blocks of i * 512 bytes): the smallest non-empty one, or null. With
   /// first == last an exact pop; with last > first the exact size or its
   /// near fits in one search (Note [Near fits]). Owner thread only.
-  /// Inline and branch-light: the hot path of every small allocation. A
-  /// separate exact pop and, on its miss, a near-fit call mispredicted on
-  /// about half of `mixed`'s small requests (exact hit or not is random).
+  /// Inline: the hot path of every small allocation. It replaced an exact
+  /// pop followed, on a miss (about half of `mixed`'s small requests), by an
+  /// out-of-line near-fit search that divided by N: -5.6% instructions per
+  /// `mixed` pair with the large-flush change (bench/RESULTS.md, 2026-11-25).
   Block* pop_small(std::size_t first, std::size_t last) noexcept {
     if (first == last) {  // exact sizes only (near fits off): the list head, no bitmap search
       BlockList& list = small[first];
