@@ -80,8 +80,8 @@ CachingAllocator::CachingAllocator(std::shared_ptr<UpstreamResource> upstream, A
                   "upstream page size must be a power of two >= 512, got ", page_size_);
     page_shift_ = std::countr_zero(page_size_);
   }
-  // Near fits only over classic segments (Note [Near fits]).
   large_park_ = options_.thread_cache_large_park;
+  // Near fits only over classic segments (Note [Near fits]).
   if (const std::uint32_t n = expandable_ ? 0 : options_.thread_cache_near_fit; n != 0)
     near_mul_ = ((std::uint64_t{1} << 32) + n - 1) / n;
   if (options_.memory_fraction < 1.0 && total_capacity_ > 0)
@@ -216,38 +216,6 @@ void CachingAllocator::flush_thread_cache(ThreadCache* tc, int only_pool, const 
   tc->cached_total.add(-total);
   tc->cached_blocks.add(-blocks);
   out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - total, std::memory_order_relaxed);
-}
-
-// flush_thread_cache(tc, kLargePool, &stream) for the stream cache the
-// thread uses now, which is what every large-pool search of the slow path
-// asks for (Note [Thread caches and fragmentation]): `mixed` makes one per
-// large request, and the general loop over stream caches, pools and small
-// marks cost about as much as returning the one or two blocks it finds.
-void CachingAllocator::flush_large_lists(ThreadCache* tc, detail::StreamCache* sc) {
-  std::int64_t bytes = 0, blocks = 0;
-  for (std::uint64_t bits = sc->large_mask; bits != 0; bits &= bits - 1) {
-    detail::BlockList& list = sc->large[static_cast<std::size_t>(std::countr_zero(bits))].list;
-    Block* b = list.head;
-    list.head = nullptr;
-    list.count = 0;
-    while (b != nullptr) {
-      Block* next = b->cache_next;  // return_to_pool may recycle b's record
-      b->cache_next = nullptr;
-      bytes += static_cast<std::int64_t>(b->size);
-      ++blocks;
-      return_to_pool(b, /*touch=*/false);
-      b = next;
-    }
-  }
-  sc->large_mask = 0;
-  sc->large_blocks = 0;
-  if (blocks == 0) return;
-  constexpr int p = detail::kLargePool;
-  tc->cached_bytes[p].add(-bytes);
-  tc->cached_total.add(-bytes);
-  tc->cached_blocks.add(-blocks);
-  out_bytes_pool_[p].store(out_bytes_pool_[p].load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
-  out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
 }
 
 void CachingAllocator::reclaim_thread_caches(bool include_self) {
@@ -534,10 +502,9 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
   // throughout, 1.261 with 32). `mixed` reserved 636 MiB at 0 and 638 at 4,
   // but 684 at 6 and 706 at 8 (random sizes rarely come back, so parking
   // there only holds memory): 4 is the most that costs no memory.
-  if (pool == detail::kLargePool && tc != nullptr && tc->cached_bytes[pool].get() != 0) {
-    if (tc->current->stream != stream) flush_thread_cache(tc, pool, &stream);
-    else if (tc->current->large_blocks > large_park_) flush_large_lists(tc, tc->current);
-  }
+  if (pool == detail::kLargePool && tc != nullptr && tc->cached_bytes[pool].get() != 0 &&
+      (tc->current->stream != stream || tc->current->large_blocks > large_park_))
+    flush_thread_cache(tc, pool, &stream);
   b = find_free_block(pool, rounded, stream);
   if (b == nullptr && tc != nullptr && tc->cached_bytes[pool].get() != 0) {
     flush_thread_cache(tc, pool, &stream);  // before growing: merged, parked blocks may fit

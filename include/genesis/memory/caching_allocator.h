@@ -265,7 +265,6 @@ class CachingAllocator {
   // Mutex held, handshake done (or the owner calling). only_pool < 0 and
   // only_stream null: everything.
   void flush_thread_cache(detail::ThreadCache* tc, int only_pool = -1, const StreamId* only_stream = nullptr);
-  void flush_large_lists(detail::ThreadCache* tc, detail::StreamCache* sc);  // mutex held; sc of tc
   void reclaim_thread_caches(bool include_self);      // mutex held
   void synchronize_readers();                         // mutex held
   void enforce_cache_limit();

@@ -94,8 +94,8 @@ struct alignas(64) StreamCache {
   /// near fits in one search (Note [Near fits]). Owner thread only.
   /// Inline: the hot path of every small allocation. It replaced an exact
   /// pop followed, on a miss (about half of `mixed`'s small requests), by an
-  /// out-of-line near-fit search that divided by N: -5.6% instructions per
-  /// `mixed` pair with the large-flush change (bench/RESULTS.md, 2026-11-25).
+  /// out-of-line near-fit search that divided by N (bench/RESULTS.md,
+  /// 2026-11-25: with parked large blocks, -4.8% instructions per `mixed` pair).
   Block* pop_small(std::size_t first, std::size_t last) noexcept {
     if (first == last) {  // exact sizes only (near fits off): the list head, no bitmap search
       BlockList& list = small[first];
