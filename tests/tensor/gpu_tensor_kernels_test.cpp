@@ -1416,6 +1416,26 @@ TEST_F(GpuTensorApi, RowGathersOfOneIndexMatchCpu) {
   EXPECT_NO_THROW(cuda::synchronize_device(0));
 }
 
+// The grid limits of the two row kernels: more than 65535 rows for the
+// element-wise row path (rows in gridDim.y, looped), and one row of more than
+// 65535 segments of 2 KiB for the one-index row gather (segments in
+// gridDim.y, looped).
+TEST_F(GpuTensorApi, RowKernelsBeyondTheGridLimits) {
+  manual_seed(21);
+  // Outer dims (3, 21999) do not merge: 65997 rows of 260 elements.
+  const Tensor a = randn({3, 22000, 520});
+  const Tensor ag = a.to(gpu());
+  const std::vector<IndexItem> sel = {Slice(), Slice(1, std::nullopt), Slice(std::nullopt, std::nullopt, 2)};
+  expect_close(index(a, sel).contiguous(), index(ag, sel).contiguous(), "a[:, 1:, ::2].contiguous()");
+  const Tensor b = randn({260});
+  expect_close(index(a, sel) + b, index(ag, sel) + b.to(gpu()), "a[:, 1:, ::2] + b");
+  // Rows of 2^27 + 48 bytes: 65537 segments each.
+  const std::int64_t width = (std::int64_t{1} << 27) + 48;
+  const Tensor w = randint(-100, 100, {2, width}, TensorOptions(DType::kInt8));
+  const Tensor idx = tensor({1, 0, 1});
+  expect_close(index(w, {idx}), index(w.to(gpu()), {idx.to(gpu())}), "w[[1, 0, 1]], rows of 2^27 + 48 bytes");
+}
+
 #else  // !GENESIS_WITH_CUDA
 
 TEST(GpuKernels, SkippedWithoutCuda) { GTEST_SKIP() << "built without CUDA"; }

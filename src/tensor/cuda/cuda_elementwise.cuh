@@ -198,6 +198,55 @@ __global__ void __launch_bounds__(kThreads) ew_strided_kernel(E e, Iter<E::kOps>
   }
 }
 
+// Note [CUDA element-wise row path]: when the coalesced iteration keeps two
+// or more dims and the innermost one is long (a slice of a matrix such as
+// m[::2, ::3], a column-strided view, a broadcast row), a block takes one
+// row (blockIdx.y) and a chunk of kRowsThreads * kRowsUnroll elements of it
+// (blockIdx.x): the row's base offsets are computed once per block, and each
+// element's offset is a multiply by the inner stride, with no per-element
+// division. One wave of the grid then covers many rows at once. Measured
+// against the grid-stride strided kernel with divisions per element (H100,
+// scratch variants run in one process with PyTorch 2.11, 2026-11-25):
+// m[::2, ::3] 1.086x PyTorch vs 1.024x, m[::2] 1.236x, m[:, ::2] 1.109x,
+// m[:, ::4] 1.066x; 256 x 4 was the best shape over the four (512 x 2 and
+// 512 x 4 within 1%, 1024 x 2 3-10% slower).
+constexpr int kRowsThreads = 256;
+constexpr int kRowsUnroll = 4;
+constexpr std::int64_t kRowsMinInner = 256;
+constexpr unsigned kRowsMaxGridY = 65535;
+
+template <int N>
+struct InnerStrides {
+  std::int64_t s[N];  // bytes per step of the innermost dim, per operand
+};
+
+template <typename E, typename O, typename T0, typename T1, typename T2>
+__global__ void __launch_bounds__(kRowsThreads)
+    ew_rows_kernel(E e, Iter<E::kOps> outer, std::int64_t inner, InnerStrides<E::kOps> step, std::int64_t rows) {
+  const std::int64_t j0 = static_cast<std::int64_t>(blockIdx.x) * (kRowsThreads * kRowsUnroll) + threadIdx.x;
+  for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    std::int64_t base[E::kOps];
+    iter_offsets<std::int64_t, E::kOps>(outer, r, base);
+    T0 a[kRowsUnroll];
+    T1 b[kRowsUnroll];
+    T2 c[kRowsUnroll];
+#pragma unroll
+    for (int u = 0; u < kRowsUnroll; ++u) {
+      const std::int64_t j = j0 + u * kRowsThreads;
+      if (j < inner) {
+        if constexpr (E::kIn > 0) a[u] = e.in0.at(base[1] + j * step.s[E::kIn > 0 ? 1 : 0]);
+        if constexpr (E::kIn > 1) b[u] = e.in1.at(base[2] + j * step.s[E::kIn > 1 ? 2 : 0]);
+        if constexpr (E::kIn > 2) c[u] = e.in2.at(base[3] + j * step.s[E::kIn > 2 ? 3 : 0]);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kRowsUnroll; ++u) {
+      const std::int64_t j = j0 + u * kRowsThreads;
+      if (j < inner) *reinterpret_cast<O*>(e.out + base[0] + j * step.s[0]) = e.eval(a[u], b[u], c[u]);
+    }
+  }
+}
+
 /// Queues out = f(inputs...) on `stream`. ops[0] is out; ops[1..] the
 /// inputs (their dtypes match T0..T2; constant inputs are folded into the
 /// Input values, their strides are all 0).
@@ -245,6 +294,21 @@ void launch_elementwise(cudaStream_t stream, F f, const StridedOperand* const* o
     // has kThreads >= V threads, so any grid covers it.
     const unsigned grid = grid_for(blocks_needed * kThreads, blocks_per_sm<ew_flat_kernel<E, O, T0, T1, T2>>());
     ew_flat_kernel<E, O, T0, T1, T2><<<grid, kThreads, 0, stream>>>(e, n);
+    GENESIS_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  const int last = it.ndim - 1;
+  const std::int64_t inner = it.sizes[last];
+  const std::int64_t chunks = (inner + kRowsThreads * kRowsUnroll - 1) / (kRowsThreads * kRowsUnroll);
+  if (it.ndim >= 2 && inner >= kRowsMinInner && chunks <= 0x7fffffff) {  // Note [CUDA element-wise row path]
+    Iter<N> outer = it;
+    outer.ndim = last;
+    InnerStrides<N> step{};
+    for (int k = 0; k < N; ++k) step.s[k] = it.strides[k][last];
+    const std::int64_t rows = outer.numel();
+    const dim3 grid(static_cast<unsigned>(chunks),
+                    static_cast<unsigned>(rows < std::int64_t{kRowsMaxGridY} ? rows : std::int64_t{kRowsMaxGridY}));
+    ew_rows_kernel<E, O, T0, T1, T2><<<grid, kRowsThreads, 0, stream>>>(e, outer, inner, step, rows);
     GENESIS_CUDA_CHECK_LAUNCH();
     return;
   }
