@@ -196,6 +196,37 @@ TEST(ReplayTest, RepeatAndProgress) {
   EXPECT_THROW(replay(t, classic(), options), InvalidArgumentError);
 }
 
+TEST(ReplayTest, WarmupRunsAreUntimedAndChangeNothing) {
+  TraceBuilder b("test");
+  for (std::uintptr_t i = 1; i <= 200; ++i) b.alloc(i, i * 4096);
+  for (std::uintptr_t i = 1; i <= 200; i += 2) b.free(i);
+  const Trace t = b.finish();
+  ReplayOptions options;
+  options.repeat = 2;
+  int inspected = 0;
+  options.inspect = [&](const memory::CachingAllocator&) { ++inspected; };
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> calls;
+  options.progress = [&](std::uint64_t done, std::uint64_t total) { calls.emplace_back(done, total); };
+  const ReplayResult cold = replay(t, classic(), options);
+  for (const int warmup : {-1, 3}) {
+    options.warmup = warmup;
+    inspected = 0;
+    calls.clear();
+    const ReplayResult warm = replay(t, classic(), options);
+    // Only the timed runs count, report and are inspected; the outcome is the same.
+    EXPECT_EQ(warm.ns_per_event_runs.size(), 2u) << warmup;
+    EXPECT_EQ(inspected, 2) << warmup;
+    ASSERT_FALSE(calls.empty());
+    EXPECT_EQ(calls.back(), std::make_pair(std::uint64_t{600}, std::uint64_t{600})) << warmup;
+    EXPECT_EQ(warm.peak_live_bytes, cold.peak_live_bytes);
+    EXPECT_EQ(warm.peak_reserved_bytes, cold.peak_reserved_bytes);
+    EXPECT_EQ(warm.upstream_allocs, cold.upstream_allocs);
+    EXPECT_EQ(warm.allocated_after_cleanup, 0u);
+  }
+  options.warmup = -2;
+  EXPECT_THROW(replay(t, classic(), options), InvalidArgumentError);
+}
+
 TEST(ReplayTest, InconsistentHandBuiltTraceIsRejected) {
   Trace t;
   t.streams = {0};

@@ -33,6 +33,7 @@ struct ReplayArgs {
   bool progress = false;
   bool no_progress = false;
   unsigned repeat = 1;
+  int warmup = -1;
   double memory_fraction = 1.0;
   std::string sim_vmm_cost = "none";
 };
@@ -112,6 +113,7 @@ int run_replay(const ReplayArgs& args) {
     ProgressBar bar("replay " + config.name, show_progress);
     debug::ReplayOptions options;
     options.repeat = args.repeat;
+    options.warmup = args.warmup;
     if (show_progress) options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
     results.push_back(debug::replay(trace, config, options));
   }
@@ -125,6 +127,7 @@ int run_replay(const ReplayArgs& args) {
                {"counts", counts_json(trace.counts)}}},
              {"device", debug::replay_device_name(device)},
              {"repeat", args.repeat},
+             {"warmup", args.warmup},  // -1: auto (100 ms of untimed runs on sim, none on cuda)
              {"results", json::array()}};
     for (const auto& r : results) out["results"].push_back(result_json(r));
     if (!references.empty()) {
@@ -146,7 +149,10 @@ int run_replay(const ReplayArgs& args) {
   if (!results.empty()) {
     text += " (" + results.front().upstream + ", " + debug::format_thousands(results.front().capacity) + " bytes)";
   }
-  text += ", repeat " + std::to_string(args.repeat) + (args.repeat > 1 ? " (median ns/event)" : "") + "\n\n";
+  text += ", repeat " + std::to_string(args.repeat) + (args.repeat > 1 ? " (median ns/event)" : "");
+  if (args.warmup > 0) text += ", after " + std::to_string(args.warmup) + " untimed run" + (args.warmup > 1 ? "s" : "");
+  if (args.warmup < 0 && device == debug::ReplayDevice::kSimulated) text += ", after 100 ms of untimed runs";
+  text += "\n\n";
   text += debug::format_replay_table(results, references);
   std::fputs(text.c_str(), stdout);
   return 0;
@@ -176,6 +182,10 @@ Command add_replay_command(CLI::App& app) {
   sub->add_flag("--no-progress", args->no_progress, "Never show a progress bar")->excludes(progress);
   sub->add_option("--repeat", args->repeat, "Replay N times; report the median ns/event")
       ->check(CLI::Range(1u, 1000u));
+  sub->add_option("--warmup", args->warmup,
+                  "Untimed replays before the timed ones (default: as many as fit in 100 ms on the simulated device, "
+                  "none on cuda)")
+      ->check(CLI::Range(0, 100));
   sub->add_option("--sim-vmm-cost", args->sim_vmm_cost,
                   "Simulated device: what mapping a 2 MiB page costs: none (default), cuda (H200 driver figures), "
                   "or MAP,SET_ACCESS,UNMAP microseconds per page");

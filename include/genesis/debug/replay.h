@@ -86,6 +86,14 @@ struct ReplayOptions {
   /// device; ns_per_event is the median (timing noise). Everything else comes
   /// from the first run (identical on the simulated device).
   unsigned repeat = 1;
+  /// Untimed runs before the timed ones, each on a fresh allocator and
+  /// device, to take the cold start out of the figure (CPU clock ramp, cold
+  /// caches and page tables: the first of several identical configurations
+  /// read 20-60% slower on the simulated device without them). -1 (auto,
+  /// what `genesis-mem replay` uses unless told): on the simulated device as
+  /// many as fit in 100 ms, at least one; none on CUDA (where the PyTorch
+  /// reference run has none either).
+  int warmup = 0;
   /// Called with (events done, events total over all repeats) every
   /// `progress_every` events and at the end. Not timed.
   std::function<void(std::uint64_t, std::uint64_t)> progress;
