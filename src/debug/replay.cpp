@@ -260,15 +260,14 @@ ReplayResult replay(const Trace& trace, const ReplayConfig& config, const Replay
   GENESIS_CHECK(options.repeat >= 1, "replay: repeat must be at least 1, got ", options.repeat);
   validate(trace);
   GENESIS_CHECK(options.warmup >= -1, "replay: warmup must be -1 (auto) or at least 0, got ", options.warmup);
-  // Auto on the simulated device: untimed runs for at least kAutoWarmup of
-  // wall time (one run of the GPT-2 trace takes ~0.5 ms: one alone is too
+  // Auto on the simulated device: untimed runs for at least kReplayAutoWarmup
+  // of wall time (one run of the GPT-2 trace takes ~0.5 ms: one alone is too
   // short for the CPU to reach its clock).
-  constexpr auto kAutoWarmup = std::chrono::milliseconds(100);
   const bool auto_warmup = options.warmup < 0 && config.device == ReplayDevice::kSimulated;
   const int warmup = options.warmup >= 0 ? options.warmup : auto_warmup ? 1 : 0;
   const auto warmup_start = std::chrono::steady_clock::now();
   ReplayOptions quiet;  // no progress, no inspection: the results are dropped
-  for (int i = 0; i < warmup || (auto_warmup && std::chrono::steady_clock::now() - warmup_start < kAutoWarmup);
+  for (int i = 0; i < warmup || (auto_warmup && std::chrono::steady_clock::now() - warmup_start < kReplayAutoWarmup);
        ++i) {
     std::uint64_t ignored = 0;
     (void)run_once(trace, config, quiet, ignored, trace.events.size());

@@ -127,7 +127,7 @@ int run_replay(const ReplayArgs& args) {
                {"counts", counts_json(trace.counts)}}},
              {"device", debug::replay_device_name(device)},
              {"repeat", args.repeat},
-             {"warmup", args.warmup},  // -1: auto (100 ms of untimed runs on sim, none on cuda)
+             {"warmup", args.warmup},  // -1: auto (kReplayAutoWarmup of untimed runs on sim, none on cuda)
              {"results", json::array()}};
     for (const auto& r : results) out["results"].push_back(result_json(r));
     if (!references.empty()) {
@@ -151,7 +151,8 @@ int run_replay(const ReplayArgs& args) {
   }
   text += ", repeat " + std::to_string(args.repeat) + (args.repeat > 1 ? " (median ns/event)" : "");
   if (args.warmup > 0) text += ", after " + std::to_string(args.warmup) + " untimed run" + (args.warmup > 1 ? "s" : "");
-  if (args.warmup < 0 && device == debug::ReplayDevice::kSimulated) text += ", after 100 ms of untimed runs";
+  if (args.warmup < 0 && device == debug::ReplayDevice::kSimulated)
+    text += ", after " + std::to_string(debug::kReplayAutoWarmup.count()) + " ms of untimed runs";
   text += "\n\n";
   text += debug::format_replay_table(results, references);
   std::fputs(text.c_str(), stdout);

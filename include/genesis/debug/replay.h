@@ -12,6 +12,7 @@
 // free is a no-op) and the replay goes on.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -81,6 +82,10 @@ ReplayConfig make_replay_config(std::string_view name, ReplayDevice device = Rep
                                 std::size_t capacity = 0);
 
 /// How to run a replay (not what is replayed).
+/// The wall time of untimed runs that ReplayOptions::warmup = -1 asks for on
+/// the simulated device.
+inline constexpr std::chrono::milliseconds kReplayAutoWarmup{100};
+
 struct ReplayOptions {
   /// Replays the trace this many times, each on a fresh allocator and
   /// device; ns_per_event is the median (timing noise). Everything else comes
@@ -91,7 +96,7 @@ struct ReplayOptions {
   /// caches and page tables: the first of several identical configurations
   /// read 20-60% slower on the simulated device without them). -1 (auto,
   /// what `genesis-mem replay` uses unless told): on the simulated device as
-  /// many as fit in 100 ms, at least one; none on CUDA (where the PyTorch
+  /// many as fit in kReplayAutoWarmup, at least one; none on CUDA (where the PyTorch
   /// reference run has none either).
   int warmup = 0;
   /// Called with (events done, events total over all repeats) every
