@@ -192,13 +192,14 @@ extern "C" __global__ void __launch_bounds__(128) s_reg3(float* __restrict__ out
 }
 
 // ---------------- transpose: dst[r][c] = src[c][r]; src is C x R (rows of src = cols of dst), dst is R x C
-// T0: current Genesis (64x64 tile, 4 rows, scalar)
-template <int TILE, int ROWS>
+// T0/T1: Genesis's kernel (square tile, ROWS rows per pass, scalar); the
+// tile origin from a flattened 1-D grid (as Genesis does) or from a 2-D grid.
+template <int TILE, int ROWS, bool GRID2D>
 __device__ void t_scalar(float* __restrict__ dst, const float* __restrict__ src, i64 R, i64 C) {
   __shared__ float tile[TILE][TILE + 1];
   const i64 tiles_c = (C + TILE - 1) / TILE;
-  const i64 t = blockIdx.x;
-  const i64 r0 = (t / tiles_c) * TILE, c0 = (t % tiles_c) * TILE;
+  const i64 r0 = GRID2D ? (i64)blockIdx.y * TILE : ((i64)blockIdx.x / tiles_c) * TILE;
+  const i64 c0 = GRID2D ? (i64)blockIdx.x * TILE : ((i64)blockIdx.x % tiles_c) * TILE;
   const i64 r = r0 + threadIdx.x;
 #pragma unroll
   for (int k = 0; k < TILE; k += ROWS) { const i64 c = c0 + threadIdx.y + k; if (r < R && c < C) tile[threadIdx.y + k][threadIdx.x] = src[c * R + r]; }
@@ -207,26 +208,13 @@ __device__ void t_scalar(float* __restrict__ dst, const float* __restrict__ src,
 #pragma unroll
   for (int k = 0; k < TILE; k += ROWS) { const i64 rr = r0 + threadIdx.y + k; if (rr < R && c < C) dst[rr * C + c] = tile[threadIdx.x][threadIdx.y + k]; }
 }
-extern "C" __global__ void __launch_bounds__(256) t64x4(float* d, const float* s, i64 R, i64 C) { t_scalar<64,4>(d,s,R,C); }
-extern "C" __global__ void __launch_bounds__(512) t64x8(float* d, const float* s, i64 R, i64 C) { t_scalar<64,8>(d,s,R,C); }
-extern "C" __global__ void __launch_bounds__(256) t32x8(float* d, const float* s, i64 R, i64 C) { t_scalar<32,8>(d,s,R,C); }
-extern "C" __global__ void __launch_bounds__(128) t32x4(float* d, const float* s, i64 R, i64 C) { t_scalar<32,4>(d,s,R,C); }
-extern "C" __global__ void __launch_bounds__(1024) t64x16(float* d, const float* s, i64 R, i64 C) { t_scalar<64,16>(d,s,R,C); }
-// T1: 2D grid variant of t64x4 (blockIdx.x = col tile, blockIdx.y = row tile) to avoid the division
-template <int TILE, int ROWS>
-__device__ void t_scalar2d(float* __restrict__ dst, const float* __restrict__ src, i64 R, i64 C) {
-  __shared__ float tile[TILE][TILE + 1];
-  const i64 r0 = (i64)blockIdx.y * TILE, c0 = (i64)blockIdx.x * TILE;
-  const i64 r = r0 + threadIdx.x;
-#pragma unroll
-  for (int k = 0; k < TILE; k += ROWS) { const i64 c = c0 + threadIdx.y + k; if (r < R && c < C) tile[threadIdx.y + k][threadIdx.x] = src[c * R + r]; }
-  __syncthreads();
-  const i64 c = c0 + threadIdx.x;
-#pragma unroll
-  for (int k = 0; k < TILE; k += ROWS) { const i64 rr = r0 + threadIdx.y + k; if (rr < R && c < C) dst[rr * C + c] = tile[threadIdx.x][threadIdx.y + k]; }
-}
-extern "C" __global__ void __launch_bounds__(256) t2d64x4(float* d, const float* s, i64 R, i64 C) { t_scalar2d<64,4>(d,s,R,C); }
-extern "C" __global__ void __launch_bounds__(256) t2d32x8(float* d, const float* s, i64 R, i64 C) { t_scalar2d<32,8>(d,s,R,C); }
+extern "C" __global__ void __launch_bounds__(256) t64x4(float* d, const float* s, i64 R, i64 C) { t_scalar<64,4,false>(d,s,R,C); }
+extern "C" __global__ void __launch_bounds__(512) t64x8(float* d, const float* s, i64 R, i64 C) { t_scalar<64,8,false>(d,s,R,C); }
+extern "C" __global__ void __launch_bounds__(256) t32x8(float* d, const float* s, i64 R, i64 C) { t_scalar<32,8,false>(d,s,R,C); }
+extern "C" __global__ void __launch_bounds__(128) t32x4(float* d, const float* s, i64 R, i64 C) { t_scalar<32,4,false>(d,s,R,C); }
+extern "C" __global__ void __launch_bounds__(1024) t64x16(float* d, const float* s, i64 R, i64 C) { t_scalar<64,16,false>(d,s,R,C); }
+extern "C" __global__ void __launch_bounds__(256) t2d64x4(float* d, const float* s, i64 R, i64 C) { t_scalar<64,4,true>(d,s,R,C); }
+extern "C" __global__ void __launch_bounds__(256) t2d32x8(float* d, const float* s, i64 R, i64 C) { t_scalar<32,8,true>(d,s,R,C); }
 // T2: float4 loads and float4 stores, 64x64 tile, 256 threads; assumes R, C multiples of 64
 extern "C" __global__ void __launch_bounds__(256) tv64(float* __restrict__ dst, const float* __restrict__ src, i64 R, i64 C) {
   __shared__ float tile[64][65];
@@ -304,6 +292,13 @@ TRK(r32_256_256, 32, 256, 256)
 TRK(r32_64_128, 32, 64, 128)
 '''
 
+def drop_mismatches(cands, out, ref):
+    """Runs every non-PyTorch variant once into `out`; drops those whose result is not `ref`."""
+    for k in list(cands):
+        if k.startswith('torch'): continue
+        out.zero_(); cands[k](); torch.cuda.synchronize()
+        if not torch.equal(out, ref): print('MISMATCH', k); del cands[k]
+
 def main():
     reps = int(os.environ.get('REPS', '25'))
     inner = int(os.environ.get('INNER', '10'))
@@ -372,10 +367,7 @@ def main():
         cands['gf128x4'] = mkf('gf128x4', 128, 4)
         cands['gf128x2'] = mkf('gf128x2', 128, 2)
         # check
-        for k in list(cands):
-            if k.startswith('torch'): continue
-            out.zero_(); cands[k](); torch.cuda.synchronize()
-            if not torch.equal(out, ref): print('MISMATCH', k); del cands[k]
+        drop_mismatches(cands, out, ref)
         run_set('gather 8192 rows of 8192x8192 fp32', cands, 2 * n * n * 4)
     if 'slice' in which:
         rows, cols = n // 2, (n + 2) // 3
@@ -416,10 +408,7 @@ def main():
         cands['s_smem256_1024'] = mksm('s_smem256_1024', 256, 1024)
         cands['s_smem256_512'] = mksm('s_smem256_512', 256, 512)
         cands['s_smem512_2048'] = mksm('s_smem512_2048', 512, 2048)
-        for k in list(cands):
-            if k.startswith('torch'): continue
-            out.zero_(); cands[k](); torch.cuda.synchronize()
-            if not torch.equal(out, ref): print('MISMATCH', k); del cands[k]
+        drop_mismatches(cands, out, ref)
         run_set('m[::2, ::3].contiguous() 8192x8192 fp32', cands, 2 * rows * cols * 4)
 
     if 'transpose' in which:
@@ -448,10 +437,7 @@ def main():
                                   ('r32_256_256',32,256,256),('r32_64_128',32,64,128)]:
             kk = mod.get_function(kname)
             cands[kname] = (lambda kk=kk, TR=TR, TC=TC, NT=NT: kk((n // TC, n // TR), (NT,), (ptr(out), ptr(src), np.int64(R), np.int64(C))))
-        for k in list(cands):
-            if k.startswith('torch'): continue
-            out.zero_(); cands[k](); torch.cuda.synchronize()
-            if not torch.equal(out, ref): print('MISMATCH', k); del cands[k]
+        drop_mismatches(cands, out, ref)
         run_set('transpose + contiguous 8192x8192 fp32', cands, 2 * n * n * 4)
     if 'slice2' in which:
         for (rstep, cstep) in [(2, 1), (1, 2), (1, 4)]:
@@ -465,10 +451,7 @@ def main():
                 grid = ((rows * cols + T * U - 1) // (T * U),) if mode == 'flat' else ((cols + T * U - 1) // (T * U), rows)
                 cands[kname] = (lambda k=k, grid=grid, T=T, out=out, rows=rows, cols=cols, rs=rs, cs=cs:
                                 k(grid, (T,), (ptr(out), ptr(m), np.int64(rows), np.int64(cols), np.int64(rs), np.int64(cs))))
-            for k in list(cands):
-                if k.startswith('torch'): continue
-                out.zero_(); cands[k](); torch.cuda.synchronize()
-                if not torch.equal(out, ref): print('MISMATCH', k); del cands[k]
+            drop_mismatches(cands, out, ref)
             run_set(f'm[::{rstep}, ::{cstep}].contiguous()', cands, 2 * rows * cols * 4)
     if 'prof' in which:
         idx = torch.randint(0, n, (n,), device='cuda', dtype=torch.int64)
