@@ -169,7 +169,7 @@ void CachingAllocator::retire_thread_cache(ThreadCache* tc) {
 }
 
 void CachingAllocator::flush_thread_cache(ThreadCache* tc, int only_pool, const StreamId* only_stream) {
-  if (tc->cached_blocks.get() == 0) return;
+  if (tc->cached_total() == 0) return;
   // The counters move once per flush, not per block: nothing reads them
   // in between (the mutex is held and the owner is not in the hot path).
   std::int64_t flushed[detail::kNumPools] = {};
@@ -213,8 +213,6 @@ void CachingAllocator::flush_thread_cache(ThreadCache* tc, int only_pool, const 
     out_bytes_pool_[p].store(out_bytes_pool_[p].load(std::memory_order_relaxed) - flushed[p], std::memory_order_relaxed);
   }
   const std::int64_t total = flushed[0] + flushed[1];
-  tc->cached_total.add(-total);
-  tc->cached_blocks.add(-blocks);
   out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - total, std::memory_order_relaxed);
 }
 
@@ -226,7 +224,7 @@ void CachingAllocator::reclaim_thread_caches(bool include_self) {
   }
   std::vector<ThreadCache*> targets;
   for (ThreadCache* tc : caches_)
-    if (tc != self && tc->cached_blocks.get() != 0) targets.push_back(tc);
+    if (tc != self && tc->cached_total() != 0) targets.push_back(tc);
   if (targets.empty()) return;
   for (ThreadCache* tc : targets) tc->reclaim.store(1, std::memory_order_relaxed);
   detail::heavy_fence();
@@ -247,7 +245,7 @@ void CachingAllocator::synchronize_readers() {
 
 std::int64_t CachingAllocator::thread_cached_total_locked() const {
   std::int64_t total = 0;
-  for (const ThreadCache* tc : caches_) total += tc->cached_total.get();
+  for (const ThreadCache* tc : caches_) total += tc->cached_total();
   return total;
 }
 
@@ -373,22 +371,25 @@ void CachingAllocator::return_to_pool(Block* b, bool touch) {
 // peaks are not looked at.
 inline void CachingAllocator::note_peaks_slow(const ThreadCache* tc, detail::PoolId p, bool grew) {
   store_hot_bases(p);
-  const std::int64_t req_base = base_requested_[p].load(std::memory_order_relaxed);
-  const std::int64_t live_base = base_live_[p].load(std::memory_order_relaxed);
   const int q = 1 - p;  // the other pool, unchanged by this call
-  auto own = [&](const detail::OwnedCounter* c, int pool) { return tc != nullptr ? c[pool].get() : 0; };
-  const std::int64_t alloc_p = out_bytes_pool_[p].load(std::memory_order_relaxed) -
-                               (tc != nullptr ? tc->cached_bytes[p].get() : 0);
-  const std::int64_t alloc_all = out_bytes_total_.load(std::memory_order_relaxed) -
-                                 (tc != nullptr ? tc->cached_total.get() : 0);
-  const std::int64_t req_p = req_base + own(tc ? tc->requested_delta : nullptr, p);
-  const std::int64_t req_q = base_requested_[q].load(std::memory_order_relaxed) + own(tc ? tc->requested_delta : nullptr, q);
-  const std::int64_t live_p =
-      live_base + (tc != nullptr ? tc->num_allocs[p].get() - tc->num_frees[p].get() : 0);
-  const std::int64_t live_q = base_live_[q].load(std::memory_order_relaxed) +
-                              (tc != nullptr ? tc->num_allocs[q].get() - tc->num_frees[q].get() : 0);
+  // This thread's own shares, read in one place (one test of tc, not one per
+  // term: this function runs on every slow-path allocation).
+  std::int64_t cached_p = 0, cached_q = 0, own_req_p = 0, own_req_q = 0, own_live_p = 0, own_live_q = 0;
+  if (tc != nullptr) {
+    cached_p = tc->cached_bytes[p].get();
+    cached_q = tc->cached_bytes[q].get();
+    own_req_p = tc->requested_delta[p].get();
+    own_req_q = tc->requested_delta[q].get();
+    own_live_p = tc->num_allocs[p].get() - tc->num_frees[p].get();
+    own_live_q = tc->num_allocs[q].get() - tc->num_frees[q].get();
+  }
+  const std::int64_t alloc_p = out_bytes_pool_[p].load(std::memory_order_relaxed) - cached_p;
+  const std::int64_t alloc_all = out_bytes_total_.load(std::memory_order_relaxed) - cached_p - cached_q;
+  const std::int64_t req_p = base_requested_[p].load(std::memory_order_relaxed) + own_req_p;
+  const std::int64_t req_q = base_requested_[q].load(std::memory_order_relaxed) + own_req_q;
+  const std::int64_t live_p = base_live_[p].load(std::memory_order_relaxed) + own_live_p;
+  const std::int64_t live_q = base_live_[q].load(std::memory_order_relaxed) + own_live_q;
   const std::int64_t res_p = counters_.reserved[p], res_all = counters_.reserved[0] + counters_.reserved[1];
-  const std::int64_t pend_p = counters_.pending_bytes[p];
   const std::int64_t pend_all = counters_.pending_bytes[0] + counters_.pending_bytes[1];
   auto bump = [](std::int64_t* peak, int i, std::int64_t v) {
     if (v > peak[i]) peak[i] = v;
@@ -396,7 +397,7 @@ inline void CachingAllocator::note_peaks_slow(const ThreadCache* tc, detail::Poo
   bump(peaks_.allocated, 1 + p, alloc_p);
   bump(peaks_.allocated, 0, alloc_all);
   if (pend_all != 0) {  // else active == allocated, whose peak stats() reports as active's too
-    bump(peaks_.active, 1 + p, alloc_p + pend_p);
+    bump(peaks_.active, 1 + p, alloc_p + counters_.pending_bytes[p]);
     bump(peaks_.active, 0, alloc_all + pend_all);
   }
   bump(peaks_.requested, 1 + p, req_p);
@@ -427,7 +428,7 @@ inline void CachingAllocator::note_peaks_free(const ThreadCache* tc, detail::Poo
   const std::int64_t alloc_p = out_bytes_pool_[p].load(std::memory_order_relaxed) -
                                (tc != nullptr ? tc->cached_bytes[p].get() : 0);
   const std::int64_t alloc_all = out_bytes_total_.load(std::memory_order_relaxed) -
-                                 (tc != nullptr ? tc->cached_total.get() : 0);
+                                 (tc != nullptr ? tc->cached_total() : 0);
   const std::int64_t res_p = counters_.reserved[p], res_all = counters_.reserved[0] + counters_.reserved[1];
   const std::int64_t pend_p = counters_.pending_bytes[p];
   const std::int64_t pend_all = counters_.pending_bytes[0] + counters_.pending_bytes[1];

@@ -108,7 +108,7 @@ class CachingAllocator {
   /// (documented behaviour, like PyTorch). Throws OutOfMemoryError when the
   /// memory cannot be had even after releasing the cache, and
   /// InvalidArgumentError for sizes above 2^62.
-  void* allocate(std::size_t bytes, StreamId stream = 0) {
+  [[gnu::always_inline]] void* allocate(std::size_t bytes, StreamId stream = 0) {
     Block* b = allocate_block(bytes, stream);
     return b != nullptr ? b->ptr() : nullptr;
   }
@@ -117,13 +117,13 @@ class CachingAllocator {
   /// InvalidArgumentError for a pointer this allocator did not hand out (or
   /// not the start of an allocation) and for a double free; the allocator is
   /// unchanged in both cases.
-  void deallocate(void* ptr);
+  [[gnu::always_inline]] void deallocate(void* ptr);
 
   /// Like allocate() but returns the block record: free_block() then needs
   /// no address lookup (the handle API used by storages).
-  Block* allocate_block(std::size_t bytes, StreamId stream = 0);
+  [[gnu::always_inline]] Block* allocate_block(std::size_t bytes, StreamId stream = 0);
   /// Frees a block from allocate_block(). Same errors as deallocate().
-  void free_block(Block* block);
+  [[gnu::always_inline]] void free_block(Block* block);
 
   /// Marks `ptr` as used by work on `stream` (record_stream semantics): when
   /// freed, the block is reused only after that work completes.
@@ -270,7 +270,7 @@ class CachingAllocator {
   void enforce_cache_limit();
   void update_peaks_locked();  // exact sums over every thread cache (thread exit)
   // O(1), see allocator_stats.cpp. grew: reserved memory or segments may have grown.
-  void note_peaks_slow(const detail::ThreadCache* tc, detail::PoolId pool, bool grew);
+  [[gnu::always_inline]] void note_peaks_slow(const detail::ThreadCache* tc, detail::PoolId pool, bool grew);
   void note_peaks_free(const detail::ThreadCache* tc, detail::PoolId pool);
   void store_hot_bases(detail::PoolId pool);  // base_requested_/base_live_ from the pool's counters
   std::int64_t thread_cached_total_locked() const;
@@ -416,12 +416,10 @@ inline void CachingAllocator::note_alloc_hot(detail::ThreadCache* tc, Block* b, 
   // its new value kept for the candidates below (relaxed atomics are not
   // merged by the compiler, so re-reading them cost a load each).
   const std::int64_t cached_p = tc->cached_bytes[p].get() - size;
-  const std::int64_t cached_all = tc->cached_total.get() - size;
+  const std::int64_t cached_all = cached_p + tc->cached_bytes[q].get();
   const std::int64_t allocs_p = tc->num_allocs[p].get() + 1;
   const std::int64_t req_delta_p = tc->requested_delta[p].get() + static_cast<std::int64_t>(bytes);
   tc->cached_bytes[p].set(cached_p);
-  tc->cached_total.set(cached_all);
-  tc->cached_blocks.add(-1);
   tc->num_allocs[p].set(allocs_p);
   tc->requested_delta[p].set(req_delta_p);
   tc->total_allocated[p].add(size);
@@ -490,8 +488,7 @@ inline CachingAllocator::Block* CachingAllocator::hot_free_path(detail::ThreadCa
   detail::StreamCache* sc = tc->current;
   if (GENESIS_UNLIKELY(sc->stream != b->stream)) return b;
   const std::int64_t size = static_cast<std::int64_t>(b->size);
-  const std::int64_t cached_all = tc->cached_total.get() + size;  // read once (see note_alloc_hot)
-  if (GENESIS_UNLIKELY(cached_all > static_cast<std::int64_t>(thread_cache_limit()))) return b;
+  if (GENESIS_UNLIKELY(tc->cached_total() + size > static_cast<std::int64_t>(thread_cache_limit()))) return b;
   detail::BlockList* list = sc->list_for_push(b->size);
   if (GENESIS_UNLIKELY(list == nullptr ||
                        list->count >= (b->size <= detail::kSmallLimit ? options_.thread_cache_small_count
@@ -505,8 +502,6 @@ inline CachingAllocator::Block* CachingAllocator::hot_free_path(detail::ThreadCa
   ++list->count;
   sc->large_blocks += b->size > detail::kSmallLimit ? 1u : 0u;
   tc->cached_bytes[p].add(size);
-  tc->cached_total.set(cached_all);
-  tc->cached_blocks.add(1);
   tc->num_frees[p].add(1);
   tc->requested_delta[p].add(-static_cast<std::int64_t>(b->get_requested()));
   return nullptr;

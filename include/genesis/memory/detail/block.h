@@ -52,6 +52,7 @@ struct alignas(64) Block {
   Block* free_next = nullptr;
   void* free_owner = nullptr;  // the FreeIndex per-stream table holding it (while kFree)
   std::uint64_t alloc_time_ns = 0;  // set only while event recording is on
+  std::uint32_t free_class = 0;     // its FreeIndex size class (while kFree): erase needs no recomputation
 
   void* ptr() const noexcept { return reinterpret_cast<void*>(addr); }
   BlockState load_state() const noexcept { return state.load(std::memory_order_relaxed); }

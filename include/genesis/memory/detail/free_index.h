@@ -59,7 +59,7 @@ class FreeIndex {
     auto* s = static_cast<PerStream*>(b->free_owner);
     if (s == nullptr) return nullptr;
     b->free_owner = nullptr;
-    const int c = size_class(b->size);
+    const int c = static_cast<int>(b->free_class);
     if (b->free_prev != nullptr) b->free_prev->free_next = b->free_next;
     else s->heads[c] = b->free_next;
     if (b->free_next != nullptr) b->free_next->free_prev = b->free_prev;
@@ -100,6 +100,7 @@ class FreeIndex {
   void link(Block* b, PerStream* s) noexcept {
     const int c = size_class(b->size);
     b->free_owner = s;
+    b->free_class = static_cast<std::uint32_t>(c);
     Block*& head = s->heads[c];
     b->free_prev = nullptr;
     b->free_next = head;

@@ -181,9 +181,10 @@ class alignas(64) ThreadCache {
   // Statistics owned by this thread (Note [Statistics]).
   // Allocations served from this cache are all cache hits, so num_allocs
   // doubles as the hit count. All counters are cumulative (never reset).
-  OwnedCounter cached_bytes[kNumPools];   // bytes of kThreadCached blocks here
-  OwnedCounter cached_total;
-  OwnedCounter cached_blocks;
+  // Bytes of kThreadCached blocks here, per pool. Their sum is the total and
+  // says whether any block is cached (blocks are never empty): no separate
+  // total or block count, which the hot path would update on every call.
+  OwnedCounter cached_bytes[kNumPools];
   OwnedCounter num_allocs[kNumPools];
   OwnedCounter num_frees[kNumPools];
   OwnedCounter requested_delta[kNumPools];
@@ -197,6 +198,8 @@ class alignas(64) ThreadCache {
   // on the hot path, hence atomic. Owned by ring_owner.
   std::atomic<EventRing*> ring{nullptr};
   std::unique_ptr<EventRing> ring_owner;
+
+  std::int64_t cached_total() const noexcept { return cached_bytes[0].get() + cached_bytes[1].get(); }
 
   /// The cache of `stream`, creating or recycling one. Returns null when all
   /// slots hold blocks of other streams.
