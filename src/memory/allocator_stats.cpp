@@ -233,8 +233,12 @@ void CachingAllocator::reset_memory_stats() {
 namespace {
 
 std::string fmt_bytes_cell(std::int64_t v) {
-  if (v < 0) return "-" + genesis::detail::format_bytes(static_cast<unsigned long long>(-v));
-  return genesis::detail::format_bytes(static_cast<unsigned long long>(v));
+  if (v >= 0) return genesis::detail::format_bytes(static_cast<unsigned long long>(v));
+  // insert(), not "-" + string: gcc 12 warns (-Wrestrict, a false positive)
+  // about the inlined operator+ here.
+  std::string s = genesis::detail::format_bytes(0ULL - static_cast<unsigned long long>(v));  // no overflow at INT64_MIN
+  s.insert(s.begin(), '-');
+  return s;
 }
 
 }  // namespace
