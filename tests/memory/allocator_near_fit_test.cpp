@@ -23,7 +23,9 @@ class NearFitTest : public ::testing::Test {
     return std::make_unique<CachingAllocator>(sim_, o);
   }
   void TearDown() override {
-    if (sim_ != nullptr) EXPECT_EQ(sim_->num_misuses(), 0u);
+    if (sim_ != nullptr) {
+      EXPECT_EQ(sim_->num_misuses(), 0u);
+    }
   }
   std::shared_ptr<SimulatedDevice> sim_;
 };
