@@ -156,8 +156,9 @@ void validate(const Trace& trace) {
 // The timed loop: nothing but allocator calls. Never inlined, so that a
 // profiler can count it alone (bench/alloc_icount.sh: callgrind's
 // --toggle-collect); one call per progress step costs nothing measurable.
-[[gnu::noinline]] void replay_range(CachingAllocator& alloc, const TraceEvent* events, std::uint64_t begin, std::uint64_t end,
-                  void** slots, const StreamId* streams, std::vector<std::uint64_t>& failed) {
+[[gnu::noinline]] void replay_range(CachingAllocator& alloc, const TraceEvent* events, std::uint64_t begin,
+                                    std::uint64_t end, void** slots, const StreamId* streams,
+                                    std::vector<std::uint64_t>& failed) {
   for (std::uint64_t i = begin; i < end; ++i) {
     const TraceEvent& e = events[i];
     if (e.op == TraceOp::kAlloc) {
