@@ -106,15 +106,19 @@ extern "C" __global__ void __launch_bounds__(128) gf128x2(uint4* o, const uint4*
 
 // ---------------- slice copy: out[i][j] = src[i*RS + j*CS] (floats), out rows x cols dense
 // S0: one element per thread slot, U per thread, flat over output (like a generic strided copy)
+// U elements from output index `base` on, T apart (shared by S0 and its grid-stride form).
 template <int T, int U>
-__device__ void s_flat(float* __restrict__ out, const float* __restrict__ src, i64 rows, i64 cols, i64 rs, i64 cs) {
-  const i64 n = rows * cols;
-  const i64 base = (i64)blockIdx.x * (T * U) + threadIdx.x;
+__device__ void s_flat_chunk(float* __restrict__ out, const float* __restrict__ src, i64 n, i64 cols, i64 rs, i64 cs,
+                             i64 base) {
   float x[U];
 #pragma unroll
   for (int u = 0; u < U; ++u) { i64 k = base + u * T; if (k < n) { i64 i = k / cols; i64 j = k - i * cols; x[u] = src[i * rs + j * cs]; } }
 #pragma unroll
   for (int u = 0; u < U; ++u) { i64 k = base + u * T; if (k < n) out[k] = x[u]; }
+}
+template <int T, int U>
+__device__ void s_flat(float* __restrict__ out, const float* __restrict__ src, i64 rows, i64 cols, i64 rs, i64 cs) {
+  s_flat_chunk<T, U>(out, src, rows * cols, cols, rs, cs, (i64)blockIdx.x * (T * U) + threadIdx.x);
 }
 extern "C" __global__ void __launch_bounds__(128) s_flat128x4(float* o, const float* s, i64 rows, i64 cols, i64 rs, i64 cs) { s_flat<128,4>(o,s,rows,cols,rs,cs); }
 extern "C" __global__ void __launch_bounds__(256) s_flat256x4(float* o, const float* s, i64 rows, i64 cols, i64 rs, i64 cs) { s_flat<256,4>(o,s,rows,cols,rs,cs); }
@@ -135,13 +139,8 @@ __device__ void s_rows(float* __restrict__ out, const float* __restrict__ src, i
 template <int T, int U>
 __device__ void s_flat_gs(float* __restrict__ out, const float* __restrict__ src, i64 rows, i64 cols, i64 rs, i64 cs) {
   const i64 n = rows * cols;
-  for (i64 base = (i64)blockIdx.x * (T * U) + threadIdx.x; base < n; base += (i64)gridDim.x * T * U) {
-  float x[U];
-#pragma unroll
-  for (int u = 0; u < U; ++u) { i64 k = base + u * T; if (k < n) { i64 i = k / cols; i64 j = k - i * cols; x[u] = src[i * rs + j * cs]; } }
-#pragma unroll
-  for (int u = 0; u < U; ++u) { i64 k = base + u * T; if (k < n) out[k] = x[u]; }
-  }
+  for (i64 base = (i64)blockIdx.x * (T * U) + threadIdx.x; base < n; base += (i64)gridDim.x * T * U)
+    s_flat_chunk<T, U>(out, src, n, cols, rs, cs, base);
 }
 extern "C" __global__ void __launch_bounds__(256) s_gs256x4(float* o, const float* s, i64 rows, i64 cols, i64 rs, i64 cs) { s_flat_gs<256,4>(o,s,rows,cols,rs,cs); }
 extern "C" __global__ void __launch_bounds__(1024) s_rows1024x2(float* o, const float* s, i64 rows, i64 cols, i64 rs, i64 cs) { s_rows<1024,2>(o,s,rows,cols,rs,cs); }

@@ -173,14 +173,12 @@ void CachingAllocator::flush_thread_cache(ThreadCache* tc, int only_pool, const 
   // The counters move once per flush, not per block: nothing reads them
   // in between (the mutex is held and the owner is not in the hot path).
   std::int64_t flushed[detail::kNumPools] = {};
-  std::int64_t blocks = 0;
   auto drain = [&](detail::BlockList& list) {
     while (list.head != nullptr) {
       Block* b = list.head;
       list.head = b->cache_next;
       b->cache_next = nullptr;
       flushed[b->pool] += static_cast<std::int64_t>(b->size);
-      ++blocks;
       return_to_pool(b, /*touch=*/false);  // parked since its free: not a new use
     }
     list.count = 0;
@@ -206,13 +204,13 @@ void CachingAllocator::flush_thread_cache(ThreadCache* tc, int only_pool, const 
     }
     if (only_stream != nullptr) break;  // one cache per stream
   }
-  if (blocks == 0) return;
+  const std::int64_t total = flushed[0] + flushed[1];
+  if (total == 0) return;  // blocks are never empty: nothing was flushed
   for (int p = 0; p < detail::kNumPools; ++p) {
     if (flushed[p] == 0) continue;
     tc->cached_bytes[p].add(-flushed[p]);
     out_bytes_pool_[p].store(out_bytes_pool_[p].load(std::memory_order_relaxed) - flushed[p], std::memory_order_relaxed);
   }
-  const std::int64_t total = flushed[0] + flushed[1];
   out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - total, std::memory_order_relaxed);
 }
 

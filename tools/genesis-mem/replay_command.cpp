@@ -184,8 +184,8 @@ Command add_replay_command(CLI::App& app) {
   sub->add_option("--repeat", args->repeat, "Replay N times; report the median ns/event")
       ->check(CLI::Range(1u, 1000u));
   sub->add_option("--warmup", args->warmup,
-                  "Untimed replays before the timed ones (default: as many as fit in 100 ms on the simulated device, "
-                  "none on cuda)")
+                  "Untimed replays before the timed ones (default: as many as fit in " +
+                      std::to_string(debug::kReplayAutoWarmup.count()) + " ms on the simulated device, none on cuda)")
       ->check(CLI::Range(0, 100));
   sub->add_option("--sim-vmm-cost", args->sim_vmm_cost,
                   "Simulated device: what mapping a 2 MiB page costs: none (default), cuda (H200 driver figures), "

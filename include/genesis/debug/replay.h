@@ -81,11 +81,11 @@ const std::vector<NamedReplayConfig>& known_replay_configs();
 ReplayConfig make_replay_config(std::string_view name, ReplayDevice device = ReplayDevice::kSimulated,
                                 std::size_t capacity = 0);
 
-/// How to run a replay (not what is replayed).
 /// The wall time of untimed runs that ReplayOptions::warmup = -1 asks for on
 /// the simulated device.
 inline constexpr std::chrono::milliseconds kReplayAutoWarmup{100};
 
+/// How to run a replay (not what is replayed).
 struct ReplayOptions {
   /// Replays the trace this many times, each on a fresh allocator and
   /// device; ns_per_event is the median (timing noise). Everything else comes
