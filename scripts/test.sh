@@ -8,7 +8,7 @@
 #   deps    install missing prerequisites (scripts/setup.sh --deps-only)
 #   release Release build in build/ (CUDA auto) -> ctest (all tests)
 #   asan    ASan+UBSan build in build-asan/ (CUDA off) -> ctest (all tests)
-#   tsan    TSan build in build-tsan/ (CUDA off) -> ctest -R 'Stress|Concurren|Thread'
+#   tsan    TSan build in build-tsan/ (CUDA off) -> ctest -R 'Stress|Concurren|Thread|Arenas'
 #   python  pytest python/tests (only if that directory exists)
 # Tests that need a GPU report "Skipped" on machines without one.
 set -uo pipefail
@@ -16,7 +16,7 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 JOBS="$(nproc 2>/dev/null || echo 2)"
-TSAN_REGEX='Stress|Concurren|Thread'
+TSAN_REGEX='Stress|Concurren|Thread|Arenas'
 PYTHON=/usr/bin/python3
 [[ -x $PYTHON ]] || PYTHON=python3
 

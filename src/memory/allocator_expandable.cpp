@@ -99,7 +99,7 @@ std::size_t CachingAllocator::unmap_range(Segment* seg, std::size_t first, std::
     std::fill(seg->mapped.begin() + static_cast<std::ptrdiff_t>(i), seg->mapped.begin() + static_cast<std::ptrdiff_t>(j),
               std::uint8_t{0});
     seg->mapped_bytes -= bytes;
-    counters_.reserved[seg->pool] -= static_cast<std::int64_t>(bytes);
+    add_reserved(seg->pool, -static_cast<std::int64_t>(bytes));
     counters_.reserved_freed[seg->pool] += static_cast<std::int64_t>(bytes);
     ++counters_.num_upstream_frees;
     if (recording_.load(std::memory_order_relaxed))
@@ -203,8 +203,8 @@ bool CachingAllocator::map_block_pages(Block* b, std::size_t bytes) {
   }
   bool capped = false;
   auto fits_cap = [&]() {
-    capped = memory_limit_ != SIZE_MAX &&
-             static_cast<std::size_t>(reserved_total()) + need > memory_limit_;
+    capped = memory_limit_ != SIZE_MAX &&  // all arenas together (Note [Arenas])
+             static_cast<std::size_t>(family_reserved_->load(std::memory_order_relaxed)) + need > memory_limit_;
     return !capped;
   };
   for (std::size_t i = next_page_flagged(seg->mapped.data(), first, end, 0); i < end;
@@ -222,6 +222,7 @@ bool CachingAllocator::map_block_pages(Block* b, std::size_t bytes) {
       release_free_pages();
       release_free_segments(UINT64_MAX, nullptr);
       ok = fits_cap() && upstream_->map_pages(addr, run);
+      if (!ok && arena_limit_ > 1 && release_other_arenas()) ok = fits_cap() && upstream_->map_pages(addr, run);
       if (!ok) {
         if (!capped) ++counters_.num_upstream_failures;
         const StreamId stream = b->stream;
@@ -244,7 +245,7 @@ bool CachingAllocator::map_block_pages(Block* b, std::size_t bytes) {
       seg->holes += start - seg->mapped_limit;  // skipped pages between the old limit and this run
       seg->mapped_limit = j;
     }
-    counters_.reserved[seg->pool] += static_cast<std::int64_t>(run);
+    add_reserved(seg->pool, static_cast<std::int64_t>(run));
     counters_.reserved_allocated[seg->pool] += static_cast<std::int64_t>(run);
     ++counters_.num_upstream_allocs;
     if (recording_.load(std::memory_order_relaxed))
@@ -256,7 +257,7 @@ bool CachingAllocator::map_block_pages(Block* b, std::size_t bytes) {
   return true;
 }
 
-std::size_t CachingAllocator::compact() {
+std::size_t CachingAllocator::compact_arena() {
   Lock lock(mutex_);
   wait_all_pending();
   reclaim_thread_caches(true);

@@ -32,7 +32,7 @@ void CachingAllocator::release_segment(Segment* seg) {
     delete seg;
     return;
   }
-  counters_.reserved[seg->pool] -= static_cast<std::int64_t>(seg->size);
+  add_reserved(seg->pool, -static_cast<std::int64_t>(seg->size));
   counters_.reserved_freed[seg->pool] += static_cast<std::int64_t>(seg->size);
   ++counters_.num_upstream_frees;
   if (recording_.load(std::memory_order_relaxed))
@@ -56,7 +56,7 @@ void CachingAllocator::release_free_segments(std::uint64_t idle_before_ns, std::
   if (map_.has_retired()) synchronize_readers();
 }
 
-void CachingAllocator::empty_cache() {
+void CachingAllocator::empty_cache_arena() {
   Lock lock(mutex_);
   ++counters_.num_cache_flushes;
   wait_all_pending();
@@ -65,8 +65,7 @@ void CachingAllocator::empty_cache() {
   release_free_segments(UINT64_MAX, nullptr);
 }
 
-std::size_t CachingAllocator::collect_garbage(std::chrono::nanoseconds max_idle) {
-  GENESIS_CHECK(max_idle.count() >= 0, "collect_garbage: max_idle must not be negative");
+std::size_t CachingAllocator::collect_garbage_arena(std::chrono::nanoseconds max_idle) {
   Lock lock(mutex_);
   process_events();
   reclaim_thread_caches(true);
@@ -88,9 +87,7 @@ std::size_t CachingAllocator::collect_garbage(std::chrono::nanoseconds max_idle)
   return released;
 }
 
-void CachingAllocator::set_memory_fraction(double fraction) {
-  GENESIS_CHECK(fraction > 0.0 && fraction <= 1.0, "set_memory_fraction: fraction must be in (0, 1], got ",
-                fraction);
+void CachingAllocator::set_memory_fraction_arena(double fraction) {
   Lock lock(mutex_);
   options_.memory_fraction = fraction;
   total_capacity_ = upstream_->mem_info().total_bytes;
@@ -104,7 +101,7 @@ std::size_t CachingAllocator::memory_limit() const {
   return memory_limit_;
 }
 
-void CachingAllocator::set_cache_size(std::size_t bytes) {
+void CachingAllocator::set_cache_size_arena(std::size_t bytes) {
   Lock lock(mutex_);
   options_.cache_size_limit = bytes;
   std::size_t tc_limit = options_.thread_cache_bytes;
@@ -126,7 +123,8 @@ void CachingAllocator::enforce_cache_limit() {
     const std::int64_t allocated = out_bytes_total_.load(std::memory_order_relaxed) - thread_cached_total_locked();
     return reserved - allocated;
   };
-  const auto limit = static_cast<std::int64_t>(options_.cache_size_limit);
+  // Each arena keeps its even share of the cap (Note [Arenas]).
+  const auto limit = static_cast<std::int64_t>(options_.cache_size_limit / (arena_limit_ > 1 ? root_->arenas_in_use() : 1));
   if (cached() <= limit) return;
   // Release whole free segments, least recently used first.
   auto release_lru = [&]() {
@@ -212,7 +210,7 @@ void CachingAllocator::throw_oom(std::size_t bytes, StreamId stream, const std::
 // ---------------------------------------------------------------------------
 // Event recording (Note [Event history])
 
-void CachingAllocator::set_event_recording(bool on) {
+void CachingAllocator::set_event_recording_arena(bool on) {
   Lock lock(mutex_);
   if (on) {
     for (ThreadCache* tc : caches_) {
@@ -277,21 +275,15 @@ void CachingAllocator::record_event_hot_free(ThreadCache* tc, Block* b) noexcept
   ring->push(e);
 }
 
-std::vector<MemoryEvent> CachingAllocator::events() const {
-  std::vector<MemoryEvent> out;
-  {
-    Lock lock(mutex_);
-    for (const ThreadCache* tc : caches_)
-      if (tc->ring_owner) tc->ring_owner->copy_to(out);
-    for (const auto& r : retired_rings_) r->copy_to(out);
-    if (shared_ring_) shared_ring_->copy_to(out);
-  }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const MemoryEvent& a, const MemoryEvent& b) { return a.time_ns < b.time_ns; });
-  return out;
+void CachingAllocator::events_arena(std::vector<MemoryEvent>& out) const {
+  Lock lock(mutex_);
+  for (const ThreadCache* tc : caches_)
+    if (tc->ring_owner) tc->ring_owner->copy_to(out);
+  for (const auto& r : retired_rings_) r->copy_to(out);
+  if (shared_ring_) shared_ring_->copy_to(out);
 }
 
-void CachingAllocator::clear_events() {
+void CachingAllocator::clear_events_arena() {
   Lock lock(mutex_);
   for (ThreadCache* tc : caches_)
     if (tc->ring_owner) tc->ring_owner->clear();

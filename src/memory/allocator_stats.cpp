@@ -176,12 +176,8 @@ MemoryStats CachingAllocator::stats_locked() const {
   return s;
 }
 
-MemoryStats CachingAllocator::stats() const {
-  Lock lock(mutex_);
-  return stats_locked();
-}
 
-void CachingAllocator::reset_peak_stats() {
+void CachingAllocator::reset_peak_stats_arena() {
   Lock lock(mutex_);
   const Current c = GENESIS_CURRENT_VALUES();
   for (int i = 0; i < 3; ++i) {
@@ -202,7 +198,7 @@ void CachingAllocator::reset_peak_stats() {
   }
 }
 
-void CachingAllocator::reset_memory_stats() {
+void CachingAllocator::reset_memory_stats_arena() {
   {
     Lock lock(mutex_);
     const Current c = GENESIS_CURRENT_VALUES();
@@ -227,7 +223,7 @@ void CachingAllocator::reset_memory_stats() {
                                            : counters_.reserved_freed[i - 1];
     }
   }
-  reset_peak_stats();
+  reset_peak_stats_arena();
 }
 
 namespace {
@@ -309,8 +305,7 @@ std::string CachingAllocator::memory_summary() const {
   return os.str();
 }
 
-std::vector<SegmentInfo> CachingAllocator::snapshot() const {
-  Lock lock(mutex_);
+std::vector<SegmentInfo> CachingAllocator::snapshot_arena() const {  // mutex_ held
   std::vector<SegmentInfo> out;
   for (const Segment* seg = segments_; seg != nullptr; seg = seg->next_seg) {
     SegmentInfo si;
@@ -367,13 +362,17 @@ AllocationInfo allocation_info_of(const Block& b) {
 }  // namespace
 
 std::optional<AllocationInfo> CachingAllocator::allocation_info(const void* ptr) const {
-  Lock lock(mutex_);
-  const Block* b = map_.find(reinterpret_cast<std::uintptr_t>(ptr));
-  if (b == nullptr || b->load_state() != BlockState::kAllocated) return std::nullopt;
-  return allocation_info_of(*b);
+  std::optional<AllocationInfo> out;
+  for_each_arena([&](CachingAllocator& a) {  // Note [Arenas]
+    if (out) return;
+    Lock lock(a.mutex_);
+    const Block* b = a.map_.find(reinterpret_cast<std::uintptr_t>(ptr));
+    if (b != nullptr && b->load_state() == BlockState::kAllocated) out = allocation_info_of(*b);
+  });
+  return out;
 }
 
-std::vector<AllocationInfo> CachingAllocator::large_allocations(std::size_t min_size) const {
+std::vector<AllocationInfo> CachingAllocator::large_allocations_arena(std::size_t min_size) const {
   std::vector<AllocationInfo> out;
   Lock lock(mutex_);
   for (const Segment* seg = segments_; seg != nullptr; seg = seg->next_seg) {

@@ -57,7 +57,15 @@ std::string hex(std::uintptr_t v) {
 // Construction
 
 CachingAllocator::CachingAllocator(std::shared_ptr<UpstreamResource> upstream, AllocatorOptions options)
-    : upstream_(std::move(upstream)), options_(options), asymmetric_(detail::asymmetric_fence_available()) {
+    : CachingAllocator(std::move(upstream), options, nullptr, 0) {}
+
+CachingAllocator::CachingAllocator(std::shared_ptr<UpstreamResource> upstream, AllocatorOptions options,
+                                   CachingAllocator* root, std::uint8_t index)
+    : upstream_(std::move(upstream)),
+      options_(options),
+      root_(root != nullptr ? root : this),
+      arena_index_(index),
+      asymmetric_(detail::asymmetric_fence_available()) {
   GENESIS_CHECK(upstream_ != nullptr, "CachingAllocator needs an upstream resource, got null");
   GENESIS_CHECK(upstream_->alignment() >= detail::kAlignment && (upstream_->alignment() & (upstream_->alignment() - 1)) == 0,
                 "upstream '", upstream_->name(), "' aligns to ", upstream_->alignment(),
@@ -66,6 +74,16 @@ CachingAllocator::CachingAllocator(std::shared_ptr<UpstreamResource> upstream, A
                 "memory_fraction must be in (0, 1], got ", options_.memory_fraction);
   GENESIS_CHECK(options_.thread_cache_small_count > 0 && options_.thread_cache_large_count > 0,
                 "thread cache counts must be positive");
+  GENESIS_CHECK(options_.arenas <= kMaxArenas, "arenas must be at most ", kMaxArenas,
+                " (0: one per hardware thread), got ", options_.arenas);
+  if (root == nullptr) {
+    const std::uint32_t hw = std::max(1u, std::thread::hardware_concurrency());
+    arena_limit_ = options_.arenas != 0 ? options_.arenas : std::min(kMaxArenas, hw);
+    arena_ptrs_[0].store(this, std::memory_order_relaxed);
+  } else {
+    arena_limit_ = root->arena_limit_;
+    family_reserved_ = &root->family_reserved_storage_;
+  }
   total_capacity_ = upstream_->mem_info().total_bytes;
   using Expandable = AllocatorOptions::Expandable;
   GENESIS_CHECK(options_.expandable_segments != Expandable::kOn || upstream_->supports_virtual_memory(),
@@ -102,6 +120,8 @@ CachingAllocator::~CachingAllocator() {
   // After detach no exiting thread touches our caches (the registry lock
   // orders us after any retire in progress).
   detail::AllocatorRegistry::instance().detach(slot_, generation_);
+  // The other arenas first: each detaches and returns its own segments.
+  for (auto& a : arena_owned_) a.reset();
   Lock lock(mutex_);
   for (ThreadCache* tc : caches_) delete tc;
   caches_.clear();
@@ -131,9 +151,11 @@ ThreadCache* CachingAllocator::thread_cache_slow() noexcept {
   if (!options_.thread_cache || generation_ == detail::AllocatorRegistry::kNoSlot) return nullptr;
   ThreadCache* tc = nullptr;
   try {
-    tc = new ThreadCache(detail::this_thread_number());
+    // Note [Arenas]: the root deals new threads out over the arenas.
+    CachingAllocator* arena = root_ == this && arena_limit_ > 1 ? arena_for_new_thread() : this;
+    tc = new ThreadCache(detail::this_thread_number(), arena != this ? arena : nullptr);
     Lock lock(mutex_);
-    if (recording_.load(std::memory_order_relaxed)) {
+    if (tc->arena == nullptr && recording_.load(std::memory_order_relaxed)) {
       tc->ring_owner = std::make_unique<detail::EventRing>(options_.event_capacity_per_thread);
       tc->ring.store(tc->ring_owner.get(), std::memory_order_release);
     }
@@ -289,6 +311,7 @@ Block* CachingAllocator::new_block_chunk() {
   block_chunks_.push_back(std::make_unique<Block[]>(kBlockChunk));
   Block* chunk = block_chunks_.back().get();
   for (std::size_t i = 0; i < kBlockChunk; ++i) {
+    chunk[i].arena = arena_index_;
     chunk[i].cache_next = free_blocks_;
     free_blocks_ = &chunk[i];
   }
@@ -451,6 +474,7 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
   const bool recording = recording_.load(std::memory_order_relaxed);
   const std::uint64_t t0 = recording ? detail::now_ns() : 0;
   ThreadCache* tc = thread_cache();  // before locking: creating one takes the mutex
+  if (tc != nullptr && tc->arena != nullptr) return tc->arena->allocate_block(bytes, stream);  // Note [Arenas]
   const std::size_t rounded = detail::round_size(bytes);
   const PoolId pool = pool_for(rounded);
 
@@ -549,7 +573,8 @@ Block* CachingAllocator::grow(PoolId pool, std::size_t rounded, StreamId stream,
   std::size_t seg_size = segment_size_for(pool, rounded);
   bool capped = false;
   auto try_upstream = [&](std::size_t n) -> void* {
-    std::int64_t reserved = counters_.reserved[0] + counters_.reserved[1];
+    // The cap is on all arenas together (Note [Arenas]).
+    const std::int64_t reserved = family_reserved_->load(std::memory_order_relaxed);
     if (memory_limit_ != SIZE_MAX && static_cast<std::size_t>(reserved) + n > memory_limit_) {
       capped = true;
       return nullptr;
@@ -579,6 +604,7 @@ Block* CachingAllocator::grow(PoolId pool, std::size_t rounded, StreamId stream,
     if (fit != nullptr) return take_block(fit, rounded);
     release_free_segments(UINT64_MAX, nullptr);
     p = try_upstream(seg_size);
+    if (p == nullptr && arena_limit_ > 1 && release_other_arenas()) p = try_upstream(seg_size);
     if (p == nullptr && pool == detail::kLargePool && seg_size > round_up(rounded, kRoundLarge)) {
       seg_size = round_up(rounded, kRoundLarge);  // no room for a shared 20 MiB segment: take just enough
       p = try_upstream(seg_size);
@@ -592,7 +618,7 @@ Block* CachingAllocator::grow(PoolId pool, std::size_t rounded, StreamId stream,
 
   Segment* seg = add_segment(reinterpret_cast<std::uintptr_t>(p), seg_size, pool, stream, /*expandable=*/false);
   Block* b = seg->first;
-  counters_.reserved[pool] += static_cast<std::int64_t>(seg_size);
+  add_reserved(pool, static_cast<std::int64_t>(seg_size));
   counters_.reserved_allocated[pool] += static_cast<std::int64_t>(seg_size);
   ++counters_.segments[pool];
   ++counters_.num_upstream_allocs;
@@ -631,22 +657,62 @@ Segment* CachingAllocator::add_segment(std::uintptr_t addr, std::size_t size, Po
 // Free slow path
 
 void CachingAllocator::free_slow(Block* b, bool lookup_failed, void* ptr) {
-  const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
   ThreadCache* tc = thread_cache();
+  if (tc != nullptr && tc->arena != nullptr) {  // a thread of another arena (Note [Arenas])
+    if (lookup_failed) {
+      tc->arena->deallocate(ptr);
+    } else {
+      tc->arena->free_block(b);
+    }
+    return;
+  }
+  // Note [Arenas]: a block goes back to the arena that made it.
+  if (GENESIS_UNLIKELY(arena_limit_ > 1 && !lookup_failed && b->arena != arena_index_)) return free_elsewhere(b, ptr);
+  if (!free_in_arena(tc, b, lookup_failed, ptr, arena_limit_ == 1)) free_elsewhere(nullptr, ptr);
+}
+
+// A free that is not this arena's: the arena named by the block, or each
+// other arena in turn, asked under its own mutex, one at a time.
+void CachingAllocator::free_elsewhere(Block* b, void* ptr) {
+  if (b != nullptr) {
+    CachingAllocator* owner = root_->arena_ptrs_[b->arena].load(std::memory_order_acquire);
+    if (owner != nullptr && owner->free_in_arena(nullptr, b, false, ptr, false)) return;
+  }
+  bool done = false;
+  for_each_arena([&](CachingAllocator& a) {
+    if (!done && &a != this) done = a.free_in_arena(nullptr, nullptr, true, ptr, false);
+  });
+  if (!done) report_bad_free(reinterpret_cast<std::uintptr_t>(ptr));
+}
+
+void CachingAllocator::report_bad_free(std::uintptr_t addr) const {
+  bool inside = false;
+  for_each_arena([&](CachingAllocator& a) {
+    Lock lock(a.mutex_);
+    for (const Segment* seg = a.segments_; seg != nullptr && !inside; seg = seg->next_seg)
+      inside = addr > seg->addr && addr < seg->addr + seg->size;
+  });
+  GENESIS_CHECK(!inside, "cannot free ", hex(addr), ": it points inside a segment of allocator '", upstream_->name(),
+                "' but is not the start of an allocation");
+  GENESIS_CHECK(false, "cannot free ", hex(addr), ": this pointer was not allocated by the caching allocator of '",
+                upstream_->name(), "'");
+  std::abort();  // not reached: GENESIS_CHECK(false, ...) throws
+}
+
+// Always inlined: the common case (free_slow, a block of this arena) pays no
+// call for it; free_elsewhere has the other copy.
+[[gnu::always_inline]] inline bool CachingAllocator::free_in_arena(ThreadCache* tc, Block* b, bool lookup_failed,
+                                                                  void* ptr, bool report) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
   Lock lock(mutex_);
   // A record looked up without the lock (deallocate) or handed in by the
   // caller (free_block) may have been freed and recycled since by a racing
   // double free: trust it only if it still describes addr.
   if (lookup_failed || b->addr != addr) b = map_.find(addr);
   if (b == nullptr || b->load_state() == BlockState::kDead) {
-    for (Segment* seg = segments_; seg != nullptr; seg = seg->next_seg) {
-      if (addr > seg->addr && addr < seg->addr + seg->size) {
-        GENESIS_CHECK(false, "cannot free ", hex(addr), ": it points inside a segment of allocator '",
-                      upstream_->name(), "' but is not the start of an allocation");
-      }
-    }
-    GENESIS_CHECK(false, "cannot free ", hex(addr), ": this pointer was not allocated by the caching allocator of '",
-                  upstream_->name(), "'");
+    if (!report) return false;
+    lock.unlock();  // report_bad_free locks every arena, this one included
+    report_bad_free(addr);
   }
   const BlockState state = b->load_state();
   GENESIS_CHECK(state == BlockState::kAllocated, "double free of ", hex(b->addr), " (", b->size,
@@ -700,15 +766,20 @@ void CachingAllocator::free_slow(Block* b, bool lookup_failed, void* ptr) {
   }
   note_peaks_free(tc, pool);
   enforce_cache_limit();
+  return true;
 }
 
 void CachingAllocator::record_stream(void* ptr, StreamId stream) {
   GENESIS_CHECK(ptr != nullptr, "record_stream: pointer is null");
+  const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
+  if (arena_limit_ > 1) {
+    CachingAllocator* owner = arena_owning(addr);
+    if (owner != nullptr && owner != this) return owner->record_stream(ptr, stream);
+  }
   Lock lock(mutex_);
-  Block* b = map_.find(reinterpret_cast<std::uintptr_t>(ptr));
-  GENESIS_CHECK(b != nullptr && b->load_state() == BlockState::kAllocated, "record_stream: ",
-                hex(reinterpret_cast<std::uintptr_t>(ptr)), " is not a live allocation of allocator '",
-                upstream_->name(), "'");
+  Block* b = map_.find(addr);
+  GENESIS_CHECK(b != nullptr && b->load_state() == BlockState::kAllocated, "record_stream: ", hex(addr),
+                " is not a live allocation of allocator '", upstream_->name(), "'");
   if (stream == b->stream) return;  // its own stream orders the work already
   // Validate the stream now (an event on it must be recordable at free time):
   // an unusable stream is an error here, not a block that can never be freed.
@@ -749,18 +820,33 @@ void CachingAllocator::wait_all_pending() {
   process_events();
 }
 
+// The arena whose map holds `addr` as a live allocation, asked one at a time
+// under its own mutex (another arena's map may be rebuilt and its old table
+// freed at any moment outside it).
+CachingAllocator* CachingAllocator::arena_owning(std::uintptr_t addr) const noexcept {
+  CachingAllocator* owner = nullptr;
+  for_each_arena([&](CachingAllocator& a) {
+    if (owner != nullptr) return;
+    Lock lock(a.mutex_);
+    const Block* b = a.map_.find(addr);
+    if (b != nullptr && b->load_state() == BlockState::kAllocated) owner = &a;
+  });
+  return owner;
+}
+
 bool CachingAllocator::owns(const void* ptr) const noexcept {
-  Lock lock(mutex_);
-  Block* b = map_.find(reinterpret_cast<std::uintptr_t>(ptr));
-  return b != nullptr && b->load_state() == BlockState::kAllocated;
+  return arena_owning(reinterpret_cast<std::uintptr_t>(ptr)) != nullptr;
 }
 
 std::size_t CachingAllocator::allocation_size(const void* ptr) const {
-  Lock lock(mutex_);
-  Block* b = map_.find(reinterpret_cast<std::uintptr_t>(ptr));
-  GENESIS_CHECK(b != nullptr && b->load_state() == BlockState::kAllocated, "allocation_size: ",
-                hex(reinterpret_cast<std::uintptr_t>(ptr)), " is not a live allocation of allocator '",
+  const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
+  CachingAllocator* owner = arena_owning(addr);
+  GENESIS_CHECK(owner != nullptr, "allocation_size: ", hex(addr), " is not a live allocation of allocator '",
                 upstream_->name(), "'");
+  Lock lock(owner->mutex_);
+  const Block* b = owner->map_.find(addr);
+  GENESIS_CHECK(b != nullptr && b->load_state() == BlockState::kAllocated, "allocation_size: ", hex(addr),
+                " is not a live allocation of allocator '", upstream_->name(), "' (freed meanwhile)");
   return b->size;
 }
 

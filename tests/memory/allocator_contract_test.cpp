@@ -371,6 +371,7 @@ TEST_F(SimulatedControlsTest, CollectGarbageTakesBackThreadCachedBlocks) {
 TEST_F(SimulatedControlsTest, OtherThreadsCachesAreReclaimed) {
   AllocatorOptions o;
   o.thread_cache_bytes = 64 * MiB;
+  o.arenas = 1;  // both threads in one pool (ArenasTest covers threads in different arenas)
   auto& a = make(64 * MiB, o);
   std::mutex mu;
   std::condition_variable cv;

@@ -91,6 +91,14 @@ struct AllocatorOptions {
   /// live bytes against 1.146x classic) at the price of slow first mappings.
   enum class Expandable : std::uint8_t { kAuto, kOn, kOff };
   Expandable expandable_segments = Expandable::kAuto;
+  /// Arenas (Note [Arenas]): independent pools, each with its own lock,
+  /// free lists and segments; threads are spread over them in the order they
+  /// first allocate, so threads that miss their caches at the same time do
+  /// not serialise on one lock and one set of pool data. 0: one per hardware
+  /// thread, at most kMaxArenas; 1: a single pool. The first thread (and any
+  /// single-threaded program) uses arena 0 only: an arena is created when a
+  /// thread is first assigned to it.
+  std::uint32_t arenas = 0;
   /// Record every alloc/free into the event history (M8).
   bool record_events = false;
   std::size_t event_capacity_per_thread = std::size_t{1} << 16;
@@ -99,6 +107,8 @@ struct AllocatorOptions {
 class CachingAllocator {
  public:
   using Block = detail::Block;
+  /// Most arenas one allocator spreads threads over (Note [Arenas]).
+  static constexpr std::uint32_t kMaxArenas = 8;
 
   /// Throws InvalidArgumentError for a null upstream or bad options.
   explicit CachingAllocator(std::shared_ptr<UpstreamResource> upstream, AllocatorOptions options = {});
@@ -183,6 +193,9 @@ class CachingAllocator {
   std::size_t compact();
   /// True when this allocator uses expandable segments.
   bool expandable_segments() const noexcept { return expandable_; }
+  /// Arenas threads are spread over, and how many exist so far (Note [Arenas]).
+  std::uint32_t arena_limit() const noexcept { return arena_limit_; }
+  std::uint32_t arenas_in_use() const noexcept;
   /// Current limits.
   std::size_t memory_limit() const;
 
@@ -199,6 +212,53 @@ class CachingAllocator {
  private:
   friend struct AllocatorAccess;  // tests of internals
   using Lock = std::unique_lock<detail::PoolMutex>;  // Note [Pool mutex]
+
+  // Arenas (Note [Arenas]): arena k > 0 is a CachingAllocator owned by the
+  // root (arena 0, the object users hold). `root` is the root; `index` this
+  // arena's number.
+  CachingAllocator(std::shared_ptr<UpstreamResource> upstream, AllocatorOptions options, CachingAllocator* root,
+                   std::uint8_t index);
+  // The root and every arena created so far (the root first).
+  template <class F>
+  void for_each_arena(F&& f) const {
+    for (std::uint32_t i = 0; i < arena_limit_; ++i)
+      if (CachingAllocator* a = root_->arena_ptrs_[i].load(std::memory_order_acquire); a != nullptr) f(*a);
+  }
+  // The arena that owns `ptr` (its start is a live or free block of it), or null.
+  CachingAllocator* arena_owning(std::uintptr_t addr) const noexcept;
+  CachingAllocator* arena_for_new_thread();  // root only
+  // The free slow path inside one arena. Returns false when the block is not
+  // this arena's (report: throw the bad-free error instead).
+  bool free_in_arena(detail::ThreadCache* tc, Block* b, bool lookup_failed, void* ptr, bool report);
+  [[gnu::noinline]] void free_elsewhere(Block* b, void* ptr);
+  [[noreturn]] void report_bad_free(std::uintptr_t addr) const;
+  // Out of memory in this arena: give back what the other arenas cache (best
+  // effort: an arena whose lock is taken is skipped, so that two arenas out
+  // of memory at once cannot deadlock). Returns true if anything was freed.
+  bool release_other_arenas();
+  void add_reserved(detail::PoolId pool, std::int64_t delta) noexcept {
+    counters_.reserved[pool] += delta;
+    if (arena_limit_ > 1) {
+      family_reserved_->fetch_add(delta, std::memory_order_relaxed);
+    } else {  // one arena: only this mutex's holder writes it
+      family_reserved_->store(family_reserved_->load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+    }
+  }
+  std::vector<Lock> lock_arenas() const;
+  // Per-arena bodies of the public members of the same name (snapshot_arena:
+  // mutex_ held; the others take it).
+  void reset_peak_stats_arena();
+  void reset_memory_stats_arena();
+  std::vector<SegmentInfo> snapshot_arena() const;
+  std::vector<AllocationInfo> large_allocations_arena(std::size_t min_size) const;
+  void empty_cache_arena();
+  std::size_t collect_garbage_arena(std::chrono::nanoseconds max_idle);
+  std::size_t compact_arena();
+  void set_memory_fraction_arena(double fraction);
+  void set_cache_size_arena(std::size_t bytes);
+  void set_event_recording_arena(bool on);
+  void events_arena(std::vector<MemoryEvent>& out) const;
+  void clear_events_arena();
 
 
   // Cumulative counters of the slow path (guarded by mutex_). Per-thread
@@ -300,6 +360,18 @@ class CachingAllocator {
 
   std::shared_ptr<UpstreamResource> upstream_;
   AllocatorOptions options_;
+  // Arenas (Note [Arenas]). arena_ptrs_ and the counters below are used
+  // through root_; an arena's own copies stay unused.
+  CachingAllocator* root_ = this;
+  std::uint8_t arena_index_ = 0;
+  std::uint32_t arena_limit_ = 1;
+  std::atomic<CachingAllocator*> arena_ptrs_[kMaxArenas] = {};
+  std::unique_ptr<CachingAllocator> arena_owned_[kMaxArenas];  // guarded by arena_mutex_
+  std::mutex arena_mutex_;
+  std::atomic<std::uint32_t> threads_seen_{0};
+  // Reserved bytes of all arenas together: the memory fraction caps this.
+  std::atomic<std::int64_t> family_reserved_storage_{0};
+  std::atomic<std::int64_t>* family_reserved_ = &family_reserved_storage_;
   const bool asymmetric_;            // membarrier handshake available
   bool expandable_ = false;          // resolved from options + upstream support
   std::size_t page_size_ = 0;        // upstream page size when expandable_
@@ -459,7 +531,8 @@ inline void CachingAllocator::free_block(Block* b) {
   if (GENESIS_LIKELY(tc != nullptr)) {
     tc->active.store(1, std::memory_order_relaxed);
     detail::light_fence(asymmetric_);
-    if (GENESIS_LIKELY(tc->reclaim.load(std::memory_order_acquire) == 0)) {
+    // A block of another arena goes back to its own pool (slow path).
+    if (GENESIS_LIKELY(tc->reclaim.load(std::memory_order_acquire) == 0 && b->arena == arena_index_)) {
       if (GENESIS_LIKELY(hot_free_path(tc, b) == nullptr)) {
         tc->active.store(0, std::memory_order_release);
         return;

@@ -43,6 +43,7 @@ struct alignas(64) Block {
   std::atomic<BlockState> state{BlockState::kFree};
   PoolId pool = kSmallPool;
   bool split_counted = false;  // counted in inactive_split statistics while kFree
+  std::uint8_t arena = 0;      // index of the arena whose pool it belongs to (Note [Arenas]); fixed
   int pending_events = 0;      // events still outstanding while kPending
   // Second line: the pool's structure (slow path only).
   Segment* segment = nullptr;

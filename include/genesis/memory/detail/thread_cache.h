@@ -18,6 +18,10 @@
 #include "genesis/memory/detail/block.h"
 #include "genesis/memory/events.h"
 
+namespace genesis::memory {
+class CachingAllocator;
+}
+
 namespace genesis::memory::detail {
 
 inline constexpr std::size_t kAlignment = 512;
@@ -169,13 +173,18 @@ struct alignas(64) StreamCache {
 // call) never share a line.
 class alignas(64) ThreadCache {
  public:
-  explicit ThreadCache(std::uint32_t thread_number);
+  /// `arena`: null for a cache of blocks; else a forwarding entry with no
+  /// caches of its own, sending the thread to that arena (Note [Arenas]).
+  explicit ThreadCache(std::uint32_t thread_number, CachingAllocator* arena = nullptr);
 
   // Handshake flags: see Note [Thread cache handshake].
   std::atomic<std::uint32_t> active{0};
   std::atomic<std::uint32_t> reclaim{0};
+  // Set once at construction and read on every hot-path call of the root
+  // allocator (same cache line as the flags above).
+  CachingAllocator* const arena;
 
-  StreamCache* current = nullptr;  // most recently used stream; never null after construction
+  StreamCache* current = nullptr;  // most recently used stream; never null in a cache of blocks
   std::array<std::unique_ptr<StreamCache>, kStreamsPerThread> streams;
 
   // Statistics owned by this thread (Note [Statistics]).
