@@ -113,13 +113,21 @@ CachingAllocator::CachingAllocator(std::shared_ptr<UpstreamResource> upstream, A
   tc_byte_limit_.store(tc_limit, std::memory_order_relaxed);
   recording_.store(options_.record_events, std::memory_order_relaxed);
   if (options_.record_events) shared_ring_ = std::make_unique<detail::EventRing>(options_.event_capacity_per_thread);
-  generation_ = detail::AllocatorRegistry::instance().attach(this, &slot_);
+  if (root == nullptr) {
+    generation_ = detail::AllocatorRegistry::instance().attach(this, &slot_);
+  } else {
+    // An arena finds its threads' caches in the root's thread-local slot
+    // (each cache names its arena), and the root hands them back at thread
+    // exit: it takes no slot of its own (Note [Arenas]).
+    slot_ = root->slot_;
+    generation_ = root->generation_;
+  }
 }
 
 CachingAllocator::~CachingAllocator() {
   // After detach no exiting thread touches our caches (the registry lock
   // orders us after any retire in progress).
-  detail::AllocatorRegistry::instance().detach(slot_, generation_);
+  if (root_ == this) detail::AllocatorRegistry::instance().detach(slot_, generation_);
   // The other arenas first: each detaches and returns its own segments.
   for (auto& a : arena_owned_) a.reset();
   Lock lock(mutex_);
@@ -148,18 +156,18 @@ CachingAllocator::~CachingAllocator() {
 // Thread caches
 
 ThreadCache* CachingAllocator::thread_cache_slow() noexcept {
+  if (root_ != this) return root_->thread_cache_slow();  // the root deals threads out (Note [Arenas])
   if (!options_.thread_cache || generation_ == detail::AllocatorRegistry::kNoSlot) return nullptr;
   ThreadCache* tc = nullptr;
   try {
-    // Note [Arenas]: the root deals new threads out over the arenas.
-    CachingAllocator* arena = root_ == this && arena_limit_ > 1 ? arena_for_new_thread() : this;
-    tc = new ThreadCache(detail::this_thread_number(), arena != this ? arena : nullptr);
-    Lock lock(mutex_);
-    if (tc->arena == nullptr && recording_.load(std::memory_order_relaxed)) {
+    CachingAllocator* arena = arena_limit_ > 1 ? arena_for_new_thread() : this;
+    tc = new ThreadCache(detail::this_thread_number(), arena);
+    Lock lock(arena->mutex_);
+    if (arena->recording_.load(std::memory_order_relaxed)) {
       tc->ring_owner = std::make_unique<detail::EventRing>(options_.event_capacity_per_thread);
       tc->ring.store(tc->ring_owner.get(), std::memory_order_release);
     }
-    caches_.push_back(tc);
+    arena->caches_.push_back(tc);
   } catch (...) {
     delete tc;
     return nullptr;  // no cache: this thread uses the slow path
@@ -170,6 +178,7 @@ ThreadCache* CachingAllocator::thread_cache_slow() noexcept {
 }
 
 void CachingAllocator::retire_thread_cache(ThreadCache* tc) {
+  if (tc->owner != this) return tc->owner->retire_thread_cache(tc);  // a thread of another arena
   Lock lock(mutex_);
   // The owner is exiting, so no handshake is needed.
   flush_thread_cache(tc);
@@ -474,7 +483,6 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
   const bool recording = recording_.load(std::memory_order_relaxed);
   const std::uint64_t t0 = recording ? detail::now_ns() : 0;
   ThreadCache* tc = thread_cache();  // before locking: creating one takes the mutex
-  if (tc != nullptr && tc->arena != nullptr) return tc->arena->allocate_block(bytes, stream);  // Note [Arenas]
   const std::size_t rounded = detail::round_size(bytes);
   const PoolId pool = pool_for(rounded);
 
@@ -658,14 +666,6 @@ Segment* CachingAllocator::add_segment(std::uintptr_t addr, std::size_t size, Po
 
 void CachingAllocator::free_slow(Block* b, bool lookup_failed, void* ptr) {
   ThreadCache* tc = thread_cache();
-  if (tc != nullptr && tc->arena != nullptr) {  // a thread of another arena (Note [Arenas])
-    if (lookup_failed) {
-      tc->arena->deallocate(ptr);
-    } else {
-      tc->arena->free_block(b);
-    }
-    return;
-  }
   // Note [Arenas]: a block goes back to the arena that made it.
   if (GENESIS_UNLIKELY(arena_limit_ > 1 && !lookup_failed && b->arena != arena_index_)) return free_elsewhere(b, ptr);
   if (!free_in_arena(tc, b, lookup_failed, ptr, arena_limit_ == 1)) free_elsewhere(nullptr, ptr);

@@ -5,16 +5,8 @@
 
 namespace genesis::memory::detail {
 
-ThreadCache::ThreadCache(std::uint32_t thread_number_in, CachingAllocator* arena_in)
-    : arena(arena_in), thread_number(thread_number_in) {
-  if (arena != nullptr) {
-    // A forwarding entry (Note [Arenas]): no blocks, so no 34 KiB of lists,
-    // and a reclaim flag that stays set so that the hot path always leaves
-    // for the slow path, which forwards. It never holds blocks, so no
-    // reclaimer ever picks it (and clears the flag).
-    reclaim.store(1, std::memory_order_relaxed);
-    return;
-  }
+ThreadCache::ThreadCache(std::uint32_t thread_number_in, CachingAllocator* owner_in)
+    : owner(owner_in), thread_number(thread_number_in) {
   streams[0] = std::make_unique<StreamCache>();
   streams[0]->stream = 0;
   current = streams[0].get();

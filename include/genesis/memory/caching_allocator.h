@@ -304,6 +304,10 @@ class CachingAllocator {
   // Always inlined: out of line, saving and restoring registers around them
   // cost ~13 instructions of a ~300-instruction hot pair (callgrind).
   [[gnu::always_inline]] void note_alloc_hot(detail::ThreadCache* tc, Block* b, std::size_t bytes) noexcept;
+  // The hot path proper, on the calling thread's arena (this == tc->owner).
+  [[gnu::always_inline]] Block* allocate_in(detail::ThreadCache* tc, std::size_t bytes, StreamId stream);
+  [[gnu::always_inline]] void deallocate_in(detail::ThreadCache* tc, void* ptr);
+  [[gnu::always_inline]] void free_block_in(detail::ThreadCache* tc, Block* b);
   [[gnu::always_inline]] Block* hot_free_path(detail::ThreadCache* tc, Block* b) noexcept;
 
   // Slow paths (caching_allocator.cpp).
@@ -458,10 +462,18 @@ const char* intern_location(const std::string& text);
 // Hot path. Kept inline and tiny: a thread-local lookup, a pop or a push, and
 // a few owned counters. Everything else is out of line.
 
+// The hot path runs on the thread's own arena, tc->owner (Note [Arenas]):
+// `this` for the root's threads, one load more for everyone.
 inline CachingAllocator::Block* CachingAllocator::allocate_block(std::size_t bytes, StreamId stream) {
   detail::ThreadCache* tc = thread_cache();
+  if (GENESIS_LIKELY(tc != nullptr)) return tc->owner->allocate_in(tc, bytes, stream);
+  return allocate_slow(bytes, stream);
+}
+
+inline CachingAllocator::Block* CachingAllocator::allocate_in(detail::ThreadCache* tc, std::size_t bytes,
+                                                              StreamId stream) {
   // One unsigned compare rejects both 0 and oversized requests.
-  if (GENESIS_LIKELY(tc != nullptr && bytes - 1 < detail::kMaxRequest)) {
+  if (GENESIS_LIKELY(bytes - 1 < detail::kMaxRequest)) {
     const std::size_t rounded = detail::round_size(bytes);
     tc->active.store(1, std::memory_order_relaxed);
     detail::light_fence(asymmetric_);
@@ -528,7 +540,12 @@ inline void CachingAllocator::note_alloc_hot(detail::ThreadCache* tc, Block* b, 
 inline void CachingAllocator::free_block(Block* b) {
   if (b == nullptr) return;
   detail::ThreadCache* tc = thread_cache();
-  if (GENESIS_LIKELY(tc != nullptr)) {
+  if (GENESIS_LIKELY(tc != nullptr)) return tc->owner->free_block_in(tc, b);
+  free_slow(b, false, b->ptr());
+}
+
+inline void CachingAllocator::free_block_in(detail::ThreadCache* tc, Block* b) {
+  {
     tc->active.store(1, std::memory_order_relaxed);
     detail::light_fence(asymmetric_);
     // A block of another arena goes back to its own pool (slow path).
@@ -546,8 +563,13 @@ inline void CachingAllocator::free_block(Block* b) {
 inline void CachingAllocator::deallocate(void* ptr) {
   if (ptr == nullptr) return;
   detail::ThreadCache* tc = thread_cache();
+  if (GENESIS_LIKELY(tc != nullptr)) return tc->owner->deallocate_in(tc, ptr);
+  free_slow(nullptr, true, ptr);
+}
+
+inline void CachingAllocator::deallocate_in(detail::ThreadCache* tc, void* ptr) {
   Block* b = nullptr;
-  if (GENESIS_LIKELY(tc != nullptr)) {
+  {
     tc->active.store(1, std::memory_order_relaxed);
     detail::light_fence(asymmetric_);
     if (GENESIS_LIKELY(tc->reclaim.load(std::memory_order_acquire) == 0)) {

@@ -173,16 +173,15 @@ struct alignas(64) StreamCache {
 // call) never share a line.
 class alignas(64) ThreadCache {
  public:
-  /// `arena`: null for a cache of blocks; else a forwarding entry with no
-  /// caches of its own, sending the thread to that arena (Note [Arenas]).
-  explicit ThreadCache(std::uint32_t thread_number, CachingAllocator* arena = nullptr);
+  /// `owner`: the arena whose blocks this cache holds (Note [Arenas]).
+  ThreadCache(std::uint32_t thread_number, CachingAllocator* owner);
 
   // Handshake flags: see Note [Thread cache handshake].
   std::atomic<std::uint32_t> active{0};
   std::atomic<std::uint32_t> reclaim{0};
-  // Set once at construction and read on every hot-path call of the root
-  // allocator (same cache line as the flags above).
-  CachingAllocator* const arena;
+  // The arena this thread allocates from (Note [Arenas]): the hot path runs
+  // on it. Set once; on the same cache line as the flags above.
+  CachingAllocator* const owner;
 
   StreamCache* current = nullptr;  // most recently used stream; never null in a cache of blocks
   std::array<std::unique_ptr<StreamCache>, kStreamsPerThread> streams;
