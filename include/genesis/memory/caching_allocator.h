@@ -12,10 +12,11 @@
 //   - a per-thread cache makes a cache hit a pop from a thread-local list
 //     (no shared lock, no atomic read-modify-write); a small request whose
 //     exact size is not cached may take a cached block up to 1/4 larger
-//     (Note [Near fits]); misses take the slow path under one mutex per
-//     allocator, which returns cached large blocks to the pool before its
-//     searches (all but a few: Note [Parked large blocks]) and every cached
-//     block before growing;
+//     (Note [Near fits]); misses take the slow path under the mutex of the
+//     thread's arena (threads are dealt over up to 8 independent pools:
+//     Note [Arenas]), which returns cached large blocks to the pool before
+//     its searches (all but a few: Note [Parked large blocks]) and every
+//     cached block before growing;
 //   - when the upstream refuses, cached memory is released and the request
 //     retried; then OutOfMemoryError explains the situation;
 //   - optionally (AllocatorOptions::expandable_segments), segments are
@@ -224,7 +225,7 @@ class CachingAllocator {
     for (std::uint32_t i = 0; i < arena_limit_; ++i)
       if (CachingAllocator* a = root_->arena_ptrs_[i].load(std::memory_order_acquire); a != nullptr) f(*a);
   }
-  // The arena that owns `ptr` (its start is a live or free block of it), or null.
+  // The arena in which `addr` is the start of a live allocation, or null.
   CachingAllocator* arena_owning(std::uintptr_t addr) const noexcept;
   CachingAllocator* arena_for_new_thread();  // root only
   // The free slow path inside one arena. Returns false when the block is not
@@ -552,18 +553,16 @@ inline void CachingAllocator::free_block(Block* b) {
 }
 
 inline void CachingAllocator::free_block_in(detail::ThreadCache* tc, Block* b) {
-  {
-    tc->active.store(1, std::memory_order_relaxed);
-    detail::light_fence(asymmetric_);
-    // A block of another arena goes back to its own pool (slow path).
-    if (GENESIS_LIKELY(tc->reclaim.load(std::memory_order_acquire) == 0 && b->arena == arena_index_)) {
-      if (GENESIS_LIKELY(hot_free_path(tc, b) == nullptr)) {
-        tc->active.store(0, std::memory_order_release);
-        return;
-      }
+  tc->active.store(1, std::memory_order_relaxed);
+  detail::light_fence(asymmetric_);
+  // A block of another arena goes back to its own pool (slow path).
+  if (GENESIS_LIKELY(tc->reclaim.load(std::memory_order_acquire) == 0 && b->arena == arena_index_)) {
+    if (GENESIS_LIKELY(hot_free_path(tc, b) == nullptr)) {
+      tc->active.store(0, std::memory_order_release);
+      return;
     }
-    tc->active.store(0, std::memory_order_release);
   }
+  tc->active.store(0, std::memory_order_release);
   free_slow(b, false, b->ptr());
 }
 
@@ -576,18 +575,18 @@ inline void CachingAllocator::deallocate(void* ptr) {
 
 inline void CachingAllocator::deallocate_in(detail::ThreadCache* tc, void* ptr) {
   Block* b = nullptr;
-  {
-    tc->active.store(1, std::memory_order_relaxed);
-    detail::light_fence(asymmetric_);
-    if (GENESIS_LIKELY(tc->reclaim.load(std::memory_order_acquire) == 0)) {
-      b = map_.find(reinterpret_cast<std::uintptr_t>(ptr));
-      if (GENESIS_LIKELY(b != nullptr && hot_free_path(tc, b) == nullptr)) {
-        tc->active.store(0, std::memory_order_release);
-        return;
-      }
+  tc->active.store(1, std::memory_order_relaxed);
+  detail::light_fence(asymmetric_);
+  if (GENESIS_LIKELY(tc->reclaim.load(std::memory_order_acquire) == 0)) {
+    // This arena's map only: a pointer of another arena is not in it and
+    // goes to the slow path, which asks the others (Note [Arenas]).
+    b = map_.find(reinterpret_cast<std::uintptr_t>(ptr));
+    if (GENESIS_LIKELY(b != nullptr && hot_free_path(tc, b) == nullptr)) {
+      tc->active.store(0, std::memory_order_release);
+      return;
     }
-    tc->active.store(0, std::memory_order_release);
   }
+  tc->active.store(0, std::memory_order_release);
   // The block found here (if any) saves the slow path a second lookup; it
   // checks under the lock that the record still describes ptr.
   free_slow(b, b == nullptr, ptr);
