@@ -4,6 +4,7 @@
 //               [--quick] [--json FILE] [--reps N] [--threads 1,4,8]
 //               [--patterns hot,mixed,threads,events,api] [--iters N]
 //               [--expandable auto|on|off] [--sim-vmm-cost none|cuda|M,S,U]
+//               [--arenas N]
 //
 // Upstreams: HostResource (pageable host memory), SimulatedDevice (80 GiB
 // fake GPU), CudaDeviceResource (device 0) and PinnedHostResource; the last
@@ -17,6 +18,7 @@
 // bench/torch_alloc_bench.cpp (same patterns, same output format);
 // scripts/bench_alloc_gpu.sh runs both and prints them side by side.
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <memory>
 #include <string>
@@ -251,6 +253,13 @@ int main(int argc, char** argv) {
       }
       return true;
     }
+    if (k == "--arenas") {  // Note [Arenas]: 1 gives a single pool, for comparison
+      char* end = nullptr;
+      const unsigned long n = std::strtoul(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n > genesis::memory::CachingAllocator::kMaxArenas) return false;
+      g_options.arenas = static_cast<std::uint32_t>(n);
+      return true;
+    }
     if (k == "--expandable") {
       using E = AllocatorOptions::Expandable;
       if (v != "auto" && v != "on" && v != "off") return false;
@@ -265,6 +274,8 @@ int main(int argc, char** argv) {
         "Genesis CachingAllocator alloc+free round trips (see bench/bench_common.h).\n"
         "  --upstream LIST    comma list of host, sim, cuda, pinned, or all (default)\n"
         "  --expandable M     expandable segments: auto (default: where supported and cheap), on, off\n"
+        "  --arenas N         pools threads are dealt over: 0 (default: one per hardware thread, at most 8),\n"
+        "                     1 (a single pool) .. 8\n"
         "  --sim-vmm-cost C   simulated device's page mapping cost: none (default), cuda (H200 driver\n"
         "                     figures), or MAP,SET_ACCESS,UNMAP microseconds per 2 MiB page\n%s",
         argv[0], gb::common_usage());
@@ -302,6 +313,8 @@ int main(int argc, char** argv) {
                 seq.mean_size() / double(gb::MiB));
   rep.note(buf);
   rep.note(gb::describe_cpu_order());
+  rep.note(g_options.arenas == 0 ? "arenas: one per hardware thread, at most 8 (default)"
+                                 : "arenas: " + std::to_string(g_options.arenas) + " (--arenas)");
   rep.note(genesis::memory::detail::asymmetric_fence_available()
                ? "hot-path fence: compiler barrier (membarrier registered)"
                : "hot-path fence: full fence on every call (membarrier unavailable)");
