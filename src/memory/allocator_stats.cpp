@@ -363,12 +363,7 @@ AllocationInfo allocation_info_of(const Block& b) {
 
 std::optional<AllocationInfo> CachingAllocator::allocation_info(const void* ptr) const {
   std::optional<AllocationInfo> out;
-  for_each_arena([&](CachingAllocator& a) {  // Note [Arenas]
-    if (out) return;
-    Lock lock(a.mutex_);
-    const Block* b = a.map_.find(reinterpret_cast<std::uintptr_t>(ptr));
-    if (b != nullptr && b->load_state() == BlockState::kAllocated) out = allocation_info_of(*b);
-  });
+  with_live_block(reinterpret_cast<std::uintptr_t>(ptr), [&](const Block& b) { out = allocation_info_of(b); });
   return out;
 }
 

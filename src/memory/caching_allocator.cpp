@@ -772,21 +772,18 @@ void CachingAllocator::report_bad_free(std::uintptr_t addr) const {
 void CachingAllocator::record_stream(void* ptr, StreamId stream) {
   GENESIS_CHECK(ptr != nullptr, "record_stream: pointer is null");
   const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
-  if (arena_limit_ > 1) {
-    CachingAllocator* owner = arena_owning(addr);
-    if (owner != nullptr && owner != this) return owner->record_stream(ptr, stream);
-  }
-  Lock lock(mutex_);
-  Block* b = map_.find(addr);
-  GENESIS_CHECK(b != nullptr && b->load_state() == BlockState::kAllocated, "record_stream: ", hex(addr),
-                " is not a live allocation of allocator '", upstream_->name(), "'");
-  if (stream == b->stream) return;  // its own stream orders the work already
-  // Validate the stream now (an event on it must be recordable at free time):
-  // an unusable stream is an error here, not a block that can never be freed.
-  upstream_->release_event(upstream_->record_event(stream));
-  if (b->stream_uses == nullptr) b->stream_uses = new std::vector<StreamId>();
-  if (std::find(b->stream_uses->begin(), b->stream_uses->end(), stream) == b->stream_uses->end())
-    b->stream_uses->push_back(stream);
+  const bool live = with_live_block(addr, [&](Block& b) {
+    if (stream == b.stream) return;  // its own stream orders the work already
+    // Validate the stream now (an event on it must be recordable at free
+    // time): an unusable stream is an error here, not a block that can never
+    // be freed.
+    upstream_->release_event(upstream_->record_event(stream));
+    if (b.stream_uses == nullptr) b.stream_uses = new std::vector<StreamId>();
+    if (std::find(b.stream_uses->begin(), b.stream_uses->end(), stream) == b.stream_uses->end())
+      b.stream_uses->push_back(stream);
+  });
+  GENESIS_CHECK(live, "record_stream: ", hex(addr), " is not a live allocation of allocator '", upstream_->name(),
+                "'");
 }
 
 void CachingAllocator::process_events() {
@@ -820,34 +817,16 @@ void CachingAllocator::wait_all_pending() {
   process_events();
 }
 
-// The arena whose map holds `addr` as a live allocation, asked one at a time
-// under its own mutex (another arena's map may be rebuilt and its old table
-// freed at any moment outside it).
-CachingAllocator* CachingAllocator::arena_owning(std::uintptr_t addr) const noexcept {
-  CachingAllocator* owner = nullptr;
-  for_each_arena([&](CachingAllocator& a) {
-    if (owner != nullptr) return;
-    Lock lock(a.mutex_);
-    const Block* b = a.map_.find(addr);
-    if (b != nullptr && b->load_state() == BlockState::kAllocated) owner = &a;
-  });
-  return owner;
-}
-
 bool CachingAllocator::owns(const void* ptr) const noexcept {
-  return arena_owning(reinterpret_cast<std::uintptr_t>(ptr)) != nullptr;
+  return with_live_block(reinterpret_cast<std::uintptr_t>(ptr), [](Block&) {});
 }
 
 std::size_t CachingAllocator::allocation_size(const void* ptr) const {
   const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
-  CachingAllocator* owner = arena_owning(addr);
-  GENESIS_CHECK(owner != nullptr, "allocation_size: ", hex(addr), " is not a live allocation of allocator '",
-                upstream_->name(), "'");
-  Lock lock(owner->mutex_);
-  const Block* b = owner->map_.find(addr);
-  GENESIS_CHECK(b != nullptr && b->load_state() == BlockState::kAllocated, "allocation_size: ", hex(addr),
-                " is not a live allocation of allocator '", upstream_->name(), "' (freed meanwhile)");
-  return b->size;
+  std::size_t size = 0;
+  GENESIS_CHECK(with_live_block(addr, [&](const Block& b) { size = b.size; }), "allocation_size: ", hex(addr),
+                " is not a live allocation of allocator '", upstream_->name(), "'");
+  return size;
 }
 
 }  // namespace genesis::memory

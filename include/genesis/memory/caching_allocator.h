@@ -225,8 +225,24 @@ class CachingAllocator {
     for (std::uint32_t i = 0; i < arena_limit_; ++i)
       if (CachingAllocator* a = root_->arena_ptrs_[i].load(std::memory_order_acquire); a != nullptr) f(*a);
   }
-  // The arena in which `addr` is the start of a live allocation, or null.
-  CachingAllocator* arena_owning(std::uintptr_t addr) const noexcept;
+  // Calls f(block) for the live allocation that starts at `addr`, under the
+  // mutex of the arena holding it; the arenas are asked one at a time, each
+  // under its own mutex (another arena's map may be rebuilt, and its old
+  // table freed, at any moment outside it). False, f not called: no arena has it.
+  template <class F>
+  bool with_live_block(std::uintptr_t addr, F&& f) const {
+    bool found = false;
+    for_each_arena([&](CachingAllocator& a) {
+      if (found) return;
+      Lock lock(a.mutex_);
+      Block* b = a.map_.find(addr);
+      if (b != nullptr && b->load_state() == detail::BlockState::kAllocated) {
+        found = true;
+        f(*b);
+      }
+    });
+    return found;
+  }
   CachingAllocator* arena_for_new_thread();  // root only
   // The free slow path inside one arena. Returns false when the block is not
   // this arena's (report: throw the bad-free error instead).
