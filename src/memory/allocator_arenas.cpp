@@ -134,18 +134,20 @@ void add_stats(MemoryStats& into, const MemoryStats& s) {
 // arena released and another was given at the same address). No one holds an
 // arena's mutex while waiting for another's (release_other_arenas only
 // tries), so taking them in order cannot deadlock.
-std::vector<CachingAllocator::Lock> CachingAllocator::lock_arenas() const {
-  std::vector<Lock> locks;
-  for_each_arena([&](CachingAllocator& a) { locks.emplace_back(a.mutex_); });
-  return locks;
+CachingAllocator::LockedArenas CachingAllocator::lock_arenas() const {
+  LockedArenas view;
+  for_each_arena([&](CachingAllocator& a) {
+    view.locks.emplace_back(a.mutex_);
+    view.arenas.push_back(&a);
+  });
+  return view;
 }
 
 MemoryStats CachingAllocator::stats() const {
-  const auto locks = lock_arenas();
+  const LockedArenas view = lock_arenas();
   MemoryStats s = stats_locked();
-  for_each_arena([&](CachingAllocator& a) {
-    if (&a != this) add_stats(s, a.stats_locked());
-  });
+  for (const CachingAllocator* a : view.arenas)
+    if (a != this) add_stats(s, a->stats_locked());
   return s;
 }
 
@@ -159,11 +161,11 @@ void CachingAllocator::reset_memory_stats() {
 
 std::vector<SegmentInfo> CachingAllocator::snapshot() const {
   std::vector<SegmentInfo> out;
-  const auto locks = lock_arenas();
-  for_each_arena([&](CachingAllocator& a) {
-    std::vector<SegmentInfo> v = a.snapshot_arena();
+  const LockedArenas view = lock_arenas();
+  for (const CachingAllocator* a : view.arenas) {
+    std::vector<SegmentInfo> v = a->snapshot_arena();
     out.insert(out.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end()));
-  });
+  }
   if (arena_limit_ > 1)
     std::sort(out.begin(), out.end(), [](const SegmentInfo& x, const SegmentInfo& y) { return x.address < y.address; });
   return out;

@@ -261,7 +261,15 @@ class CachingAllocator {
       family_reserved_->store(family_reserved_->load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
     }
   }
-  std::vector<Lock> lock_arenas() const;
+  // Every arena's mutex, held for the life of the view; `arenas` lists
+  // exactly the arenas locked. Walk those, never for_each_arena: an arena
+  // made after the locks were taken is not locked, and its first segment may
+  // be half linked (a snapshot saw a segment with no blocks that way).
+  struct LockedArenas {
+    std::vector<CachingAllocator*> arenas;
+    std::vector<Lock> locks;
+  };
+  LockedArenas lock_arenas() const;
   // Per-arena bodies of the public members of the same name (snapshot_arena:
   // mutex_ held; the others take it).
   void reset_peak_stats_arena();
