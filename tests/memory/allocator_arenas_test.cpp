@@ -300,15 +300,20 @@ TEST(Arenas, ViewsTakenWhileArenasAreMadeAreConsistent) {
       });
     }
     go.store(true, std::memory_order_release);
+    // A failed check stops the views but not the test before the threads
+    // are joined: returning early would destroy the allocator under them.
+    bool consistent = true;
     int views = 0;
     do {
-      const std::vector<SegmentInfo> snap = a.snapshot();
-      ASSERT_TRUE(SnapshotConsistent(snap)) << "family " << f << ", view " << views;
+      const ::testing::AssertionResult ok = SnapshotConsistent(a.snapshot());
+      EXPECT_TRUE(ok) << "family " << f << ", view " << views;
+      consistent = static_cast<bool>(ok);
       const MemoryStats s = a.stats();
       EXPECT_GE(s.reserved_bytes[kStatAggregate].current, s.allocated_bytes[kStatAggregate].current);
       ++views;
-    } while (running.load(std::memory_order_acquire) > 0);
+    } while (consistent && running.load(std::memory_order_acquire) > 0);
     for (auto& th : ts) th.join();
+    if (!consistent) return;
     EXPECT_EQ(a.stats().allocated_bytes[kStatAggregate].current, 0);
     EXPECT_TRUE(SnapshotConsistent(a.snapshot()));
   }
