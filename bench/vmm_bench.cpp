@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <vector>
 
 #include "genesis/cuda/runtime.h"
@@ -68,6 +69,38 @@ int main(int argc, char** argv) {
                 release_us / mapped, (create_us + access_us + release_us) / mapped, access ? "" : " (set_access failed)");
     std::printf("RESULT vmm chunk=%zu chunks=%d create_map_us=%.3f set_access_us=%.3f unmap_release_us=%.3f\n", chunk,
                 mapped, create_us / mapped, access_us / mapped, release_us / mapped);
+  }
+  // What CudaDeviceResource does with chunks of several pages (Note
+  // [Physical chunks]): create, map and set access one chunk at a time.
+  std::printf("# one chunk at a time (create + map + set_access per chunk), %d chunks per size\n", chunks);
+  std::printf("%-10s %14s %14s\n", "chunk", "map+access us", "unmap+rel us");
+  for (const std::size_t mult : {1u, 4u, 16u, 64u}) {
+    const std::size_t chunk = g * mult;
+    const int n = mult >= 16 ? std::max(1, chunks / 8) : chunks;  // stay well inside device memory
+    const std::size_t total = chunk * static_cast<std::size_t>(n);
+    const std::uintptr_t base = vmm::reserve(total, g);
+    if (base == 0) continue;
+    std::vector<vmm::Handle> handles(static_cast<std::size_t>(n));
+    auto t0 = Clock::now();
+    int mapped = 0;
+    for (; mapped < n; ++mapped) {
+      const std::uintptr_t at = base + static_cast<std::size_t>(mapped) * chunk;
+      if (!vmm::create_and_map(0, at, chunk, &handles[static_cast<std::size_t>(mapped)])) break;
+      if (!vmm::set_access(0, at, chunk)) {
+        vmm::unmap_and_release(at, chunk, handles[static_cast<std::size_t>(mapped)]);
+        break;
+      }
+    }
+    const double map_us = us_since(t0);
+    t0 = Clock::now();
+    for (int i = 0; i < mapped; ++i)
+      vmm::unmap_and_release(base + static_cast<std::size_t>(i) * chunk, chunk, handles[static_cast<std::size_t>(i)]);
+    const double release_us = us_since(t0);
+    vmm::free_reservation(base, total);
+    if (mapped == 0) continue;
+    std::printf("%-10zu %14.2f %14.2f\n", chunk, map_us / mapped, release_us / mapped);
+    std::printf("RESULT vmm_each chunk=%zu chunks=%d map_access_us=%.3f unmap_release_us=%.3f\n", chunk, mapped,
+                map_us / mapped, release_us / mapped);
   }
   return 0;
 }

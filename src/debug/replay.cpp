@@ -36,6 +36,8 @@ const std::vector<NamedReplayConfig>& known_replay_configs() {
     c.push_back({"genesis-classic", "expandable segments off (fixed-size segments)", o});
     o.expandable_segments = AllocatorOptions::Expandable::kOn;
     c.push_back({"genesis-expandable", "expandable segments on", o});
+    o.chunk_pages = 1;
+    c.push_back({"genesis-expandable-pages", "expandable segments, a physical allocation per 2 MiB page", o});
     o = AllocatorOptions{};
     o.thread_cache = false;
     c.push_back({"genesis-no-tcache", "thread cache off (every call takes the allocator's mutex)", o});

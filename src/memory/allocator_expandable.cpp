@@ -29,6 +29,32 @@
 // 1.024 reserved/live, and preferring wholly mapped blocks did not reduce it
 // (bench/RESULTS.md, 2026-11-21): so no slack, and classic segments stay the
 // default where mapping is expensive.
+//
+// Note [Physical chunks]: the CUDA driver charges per physical allocation,
+// not per byte: ~7 us to create and map one, ~22 us to set its access rights
+// (even when one call covers many), ~22 us to unmap and release it, whether
+// it is 2 MiB or 128 MiB (bench/vmm_bench.cpp, H200). With a handle per 2 MiB
+// page the GPT-2 replay mapped ~8,200 handles: 29 us per event on the GPU,
+// against PyTorch's 1.5 (its expandable segments: 4.1, with 20 MiB handles).
+// So pages are mapped in chunks, one handle each (chunk_pages, 64 on CUDA):
+//   - the pages a block lies wholly over become chunks of up to chunk_pages;
+//     a page it shares with a neighbour becomes a chunk of its own;
+//   - a chunk is unmapped whole, so release_free_pages and compact take the
+//     chunks wholly inside free blocks;
+//   - so that a chunk never holds both live data and free pages that could
+//     be released (which would keep them reserved for as long as the data
+//     lives: with plain large chunks the GPT-2 trace reserved up to 1.11x its
+//     live bytes), a block taken from free memory that covers part of a chunk
+//     splits it first (split_chunks): the chunk backs nothing but that block,
+//     which holds no data yet, and free blocks, so it is unmapped whole, and
+//     the block's own pages are mapped again as chunks of their own.
+// Invariant: a chunk of several pages lies inside one block's whole pages;
+// a page shared by two blocks is a chunk alone. Measured on the GPT-2 trace
+// (simulated device with CUDA's costs, bench/RESULTS.md): the same 1.005x
+// reserved/live as a handle per page, with 2,740 chunks mapped instead of
+// 8,174. chunk_strand_pages trades a little memory for fewer splits.
+// Where mapping is cheap (the simulated device without costs) a chunk is one
+// page: nothing to save, and none of the splitting work.
 #include <algorithm>
 #include <cstring>
 
@@ -68,6 +94,7 @@ Segment* CachingAllocator::expandable_segment(PoolId pool, StreamId stream) {
   // has up to a million pages, and clearing them all would cost the first
   // allocation ~0.1 ms.
   seg->mapped.reserve(64);
+  seg->head.reserve(64);
   expandable_segments_.push_back(seg);
   ++counters_.segments[pool];
   return seg;
@@ -81,6 +108,18 @@ std::size_t CachingAllocator::mapped_in(const Block* b) const noexcept {
   std::size_t n = 0;
   for (std::size_t i = first; i < end; ++i) n += seg->mapped[i];
   return std::min(b->size, n * page_size_);
+}
+
+void CachingAllocator::whole_chunks(const Segment* seg, std::size_t& first, std::size_t& end) noexcept {
+  // The tail of a chunk that begins below `first` stays.
+  while (first < end && seg->mapped[first] && !seg->head[first]) ++first;
+  // So does a chunk that runs on past `end`: back to its head (the pages in
+  // between are mapped, being one chunk).
+  if (end < seg->mapped_limit && seg->mapped[end] && !seg->head[end]) {
+    while (end > first && !seg->head[end - 1]) --end;
+    if (end > first) --end;
+  }
+  if (end < first) end = first;
 }
 
 std::size_t CachingAllocator::unmap_range(Segment* seg, std::size_t first, std::size_t end) {
@@ -97,6 +136,8 @@ std::size_t CachingAllocator::unmap_range(Segment* seg, std::size_t first, std::
     const std::size_t bytes = (j - i) * page_size_;
     upstream_->unmap_pages(addr, bytes);
     std::fill(seg->mapped.begin() + static_cast<std::ptrdiff_t>(i), seg->mapped.begin() + static_cast<std::ptrdiff_t>(j),
+              std::uint8_t{0});
+    std::fill(seg->head.begin() + static_cast<std::ptrdiff_t>(i), seg->head.begin() + static_cast<std::ptrdiff_t>(j),
               std::uint8_t{0});
     seg->mapped_bytes -= bytes;
     add_reserved(seg->pool, -static_cast<std::int64_t>(bytes));
@@ -133,8 +174,10 @@ std::size_t CachingAllocator::release_free_pages(std::size_t at_least) {
     index.for_each_at_least(page_size_, [&](Block* b) {
       Segment* seg = b->segment;
       if (!seg->expandable) return;
-      const std::size_t first = page_ceil(b->addr - seg->addr);
-      const std::size_t end = std::min(seg->mapped_limit, page_floor(b->addr + b->size - seg->addr));
+      std::size_t first = page_ceil(b->addr - seg->addr);
+      std::size_t end = std::min(seg->mapped_limit, page_floor(b->addr + b->size - seg->addr));
+      if (first >= end) return;
+      if (chunk_pages_ > 1) whole_chunks(seg, first, end);  // else every page is a chunk
       if (first < end) candidates.push_back(ReleaseCandidate{seg->addr + (first << page_shift_), seg, first, end});
     });
   }
@@ -167,9 +210,13 @@ std::size_t CachingAllocator::release_free_pages(std::size_t at_least) {
     const ReleaseCandidate& c = *--top;
     std::size_t first = c.first;
     if (partial) {
-      // Release the block's top pages only, as many as still needed.
+      // Release the block's top pages only, as many as still needed, down to
+      // the head of the chunk that holds the lowest of them.
       const std::size_t pages = page_ceil(at_least - released);
-      if (c.end - c.first > pages) first = c.end - pages;
+      if (c.end - c.first > pages) {
+        first = c.end - pages;
+        while (first > c.first && c.seg->mapped[first] && !c.seg->head[first]) --first;
+      }
     }
     released += unmap_range(c.seg, first, c.end);
   }
@@ -186,10 +233,14 @@ bool CachingAllocator::map_block_pages(Block* b, std::size_t bytes) {
   // mapped" case; a byte-by-byte count here was ~40% of ensure_mapped in the
   // GPT-2 replay (16 pages per call on average).
   if (end <= seg->mapped_limit && std::memchr(seg->mapped.data() + first, 0, end - first) == nullptr) return false;
-  if (seg->mapped.size() < end) seg->mapped.resize(std::max(end, 2 * seg->mapped.size()), 0);
+  if (seg->mapped.size() < end) {
+    const std::size_t n = std::max(end, 2 * seg->mapped.size());
+    seg->mapped.resize(n, 0);
+    seg->head.resize(n, 0);
+  }
   const auto unmapped = std::count(seg->mapped.begin() + static_cast<std::ptrdiff_t>(first),
                                    seg->mapped.begin() + static_cast<std::ptrdiff_t>(end), std::uint8_t{0});
-  std::size_t need = static_cast<std::size_t>(unmapped) * page_size_;
+  const std::size_t need = static_cast<std::size_t>(unmapped) * page_size_;
   if (need == 0) return false;
 
   auto reserved_total = [&]() { return counters_.reserved[0] + counters_.reserved[1]; };
@@ -201,60 +252,128 @@ bool CachingAllocator::map_block_pages(Block* b, std::size_t bytes) {
     // mapping; unmapping them all made a GPU remap them again and again.
     release_free_pages(static_cast<std::size_t>(over));
   }
-  bool capped = false;
-  auto fits_cap = [&]() {
-    capped = memory_limit_ != SIZE_MAX &&  // all arenas together (Note [Arenas])
-             static_cast<std::size_t>(family_reserved_->load(std::memory_order_relaxed)) + need > memory_limit_;
-    return !capped;
-  };
+  // Note [Physical chunks]: the pages b lies wholly over become chunks of
+  // up to chunk_pages; its first and last page, when it shares them with a
+  // neighbour, become chunks of their own, so that when b is free again its
+  // chunks lie wholly inside free memory and can be unmapped.
+  const std::size_t inner_first = page_ceil(b->addr - seg->addr);
+  const std::size_t inner_end = page_floor(b->addr + b->size - seg->addr);
   for (std::size_t i = next_page_flagged(seg->mapped.data(), first, end, 0); i < end;
        i = next_page_flagged(seg->mapped.data(), i, end, 0)) {
     const std::size_t j = next_page_flagged(seg->mapped.data(), i, end, 1);
-    const std::uintptr_t addr = seg->addr + i * page_size_;
-    const std::size_t run = (j - i) * page_size_;
-    bool ok = fits_cap() && upstream_->map_pages(addr, run);
-    if (!ok) {
-      if (!capped) ++counters_.num_upstream_failures;
-      // Out of memory: make every cached byte releasable, release it, retry.
-      ++counters_.num_cache_flushes;
-      wait_all_pending();
-      reclaim_thread_caches(true);
-      release_free_pages();
-      release_free_segments(UINT64_MAX, nullptr);
-      ok = fits_cap() && upstream_->map_pages(addr, run);
-      if (!ok && arena_limit_ > 1 && release_other_arenas()) ok = fits_cap() && upstream_->map_pages(addr, run);
-      if (!ok) {
-        if (!capped) ++counters_.num_upstream_failures;
-        const StreamId stream = b->stream;
-        return_to_pool(b);  // the request fails; pages mapped so far are free cache
-        throw_oom(bytes, stream,
-                  capped ? "the memory fraction cap (set_memory_fraction) would be exceeded"
-                         : "the device has no free physical memory for the pages this block needs");
-      }
+    if (chunk_pages_ == 1) {
+      map_chunk(b, bytes, i, j, 1);  // a page per chunk, the run in one call
+      i = j;
+      continue;
     }
-    std::fill(seg->mapped.begin() + static_cast<std::ptrdiff_t>(i), seg->mapped.begin() + static_cast<std::ptrdiff_t>(j),
-              std::uint8_t{1});
-    seg->mapped_bytes += run;
-    // Pages of this run below the old limit were holes; new ones above it
-    // leave holes between the old limit and i.
-    if (i < seg->mapped_limit) {
-      seg->holes -= std::min(j, seg->mapped_limit) - i;
+    while (i < j) {
+      const std::size_t e = i < inner_first || i >= inner_end ? i + 1 : std::min({j, i + chunk_pages_, inner_end});
+      map_chunk(b, bytes, i, e, e - i);
+      i = e;
     }
-    if (j > seg->mapped_limit) {
-      const std::size_t start = std::max(i, seg->mapped_limit);
-      seg->holes += start - seg->mapped_limit;  // skipped pages between the old limit and this run
-      seg->mapped_limit = j;
-    }
-    add_reserved(seg->pool, static_cast<std::int64_t>(run));
-    counters_.reserved_allocated[seg->pool] += static_cast<std::int64_t>(run);
-    ++counters_.num_upstream_allocs;
-    if (recording_.load(std::memory_order_relaxed))
-      record_event(nullptr, EventAction::kSegmentAlloc, addr, run, run, seg->stream, 0, false);
-    need -= run;
-    i = j;
   }
   mapped_high_water_ = std::max(mapped_high_water_, reserved_total());
   return true;
+}
+
+void CachingAllocator::split_chunks(Block* b) {
+  Segment* seg = b->segment;
+  const std::size_t s = b->addr - seg->addr, e = s + b->size;
+  const std::size_t mask = page_size_ - 1;
+  std::size_t edges[4];
+  int n = 0;
+  edges[n++] = s >> page_shift_;
+  if ((s & mask) != 0) edges[n++] = (s >> page_shift_) + 1;
+  edges[n++] = e >> page_shift_;
+  if ((e & mask) != 0) edges[n++] = (e >> page_shift_) + 1;
+  for (int k = 0; k < n; ++k) {
+    const std::size_t q = edges[k];
+    if (q >= seg->mapped_limit || !seg->mapped[q] || seg->head[q]) continue;
+    std::size_t h = q, t = q + 1;
+    while (!seg->head[h]) --h;
+    while (t < seg->mapped_limit && seg->mapped[t] && !seg->head[t]) ++t;
+    // Only a chunk that backs nothing but b and free blocks may go: b has
+    // no data yet, free blocks none that matters. (Chunks are made so that
+    // this always holds; the check keeps a live neighbour's pages mapped if
+    // it ever did not.)
+    const std::uintptr_t lo = seg->addr + (h << page_shift_), hi = seg->addr + (t << page_shift_);
+    bool safe = true;
+    for (const Block* x = b->prev; safe && x != nullptr && x->addr + x->size > lo; x = x->prev)
+      safe = x->load_state() == BlockState::kFree;
+    for (const Block* x = b->next; safe && x != nullptr && x->addr < hi; x = x->next)
+      safe = x->load_state() == BlockState::kFree;
+    if (!safe) continue;
+    // A chunk that reaches only a few pages past b stays whole: those pages
+    // stay mapped until b is freed, which costs less than unmapping the
+    // chunk now and mapping b's part again (chunk_strand_pages).
+    // Pages b shares with a neighbour count as outside.
+    const std::size_t b_first = (s + mask) >> page_shift_, b_end = e >> page_shift_;
+    const std::size_t lo_in = std::max(h, b_first), hi_in = std::min(t, b_end);
+    const std::size_t inside = hi_in > lo_in ? hi_in - lo_in : 0;
+    if ((t - h) - inside <= options_.chunk_strand_pages) continue;
+    unmap_range(seg, h, t);
+  }
+}
+
+void CachingAllocator::map_chunk(Block* b, std::size_t bytes, std::size_t i, std::size_t j, std::size_t chunk) {
+  Segment* seg = b->segment;
+  const std::uintptr_t addr = seg->addr + i * page_size_;
+  const std::size_t run = (j - i) * page_size_;
+  const std::size_t chunk_bytes = chunk * page_size_;
+  bool capped = false;
+  auto fits_cap = [&]() {
+    capped = memory_limit_ != SIZE_MAX &&  // all arenas together (Note [Arenas])
+             static_cast<std::size_t>(family_reserved_->load(std::memory_order_relaxed)) + run > memory_limit_;
+    return !capped;
+  };
+  bool ok = fits_cap() && upstream_->map_pages(addr, run, chunk_bytes);
+  if (!ok) {
+    if (!capped) ++counters_.num_upstream_failures;
+    // Out of memory: make every cached byte releasable, release it, retry.
+    ++counters_.num_cache_flushes;
+    wait_all_pending();
+    reclaim_thread_caches(true);
+    release_free_pages();
+    release_free_segments(UINT64_MAX, nullptr);
+    ok = fits_cap() && upstream_->map_pages(addr, run, chunk_bytes);
+    if (!ok && arena_limit_ > 1 && release_other_arenas()) ok = fits_cap() && upstream_->map_pages(addr, run, chunk_bytes);
+    if (!ok && !capped && chunk > 1) {
+      map_chunk(b, bytes, i, j, 1);  // one large physical allocation may fail where pages still fit
+      return;
+    }
+    if (!ok) {
+      if (!capped) ++counters_.num_upstream_failures;
+      const StreamId stream = b->stream;
+      return_to_pool(b);  // the request fails; pages mapped so far are free cache
+      throw_oom(bytes, stream,
+                capped ? "the memory fraction cap (set_memory_fraction) would be exceeded"
+                       : "the device has no free physical memory for the pages this block needs");
+    }
+  }
+  std::fill(seg->mapped.begin() + static_cast<std::ptrdiff_t>(i), seg->mapped.begin() + static_cast<std::ptrdiff_t>(j),
+            std::uint8_t{1});
+  if (chunk == 1) {
+    std::fill(seg->head.begin() + static_cast<std::ptrdiff_t>(i), seg->head.begin() + static_cast<std::ptrdiff_t>(j),
+              std::uint8_t{1});
+  } else {
+    for (std::size_t k = i; k < j; k += chunk) seg->head[k] = 1;
+  }
+  seg->mapped_bytes += run;
+  // Pages of this run below the old limit were holes; new ones above it
+  // leave holes between the old limit and i.
+  if (i < seg->mapped_limit) {
+    seg->holes -= std::min(j, seg->mapped_limit) - i;
+  }
+  if (j > seg->mapped_limit) {
+    const std::size_t start = std::max(i, seg->mapped_limit);
+    seg->holes += start - seg->mapped_limit;  // skipped pages between the old limit and this run
+    seg->mapped_limit = j;
+  }
+  add_reserved(seg->pool, static_cast<std::int64_t>(run));
+  counters_.reserved_allocated[seg->pool] += static_cast<std::int64_t>(run);
+  ++counters_.num_upstream_allocs;
+  if (recording_.load(std::memory_order_relaxed))
+    record_event(nullptr, EventAction::kSegmentAlloc, addr, run, run, seg->stream, 0, false);
 }
 
 std::size_t CachingAllocator::compact_arena() {

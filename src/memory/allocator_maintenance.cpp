@@ -79,8 +79,10 @@ std::size_t CachingAllocator::collect_garbage_arena(std::chrono::nanoseconds max
     if (seg->last_used_ns > (now >= idle ? now - idle : 0)) continue;
     free_[seg->pool].for_each([&](Block* b) {
       if (b->segment != seg) return;
-      const std::size_t first = page_ceil(b->addr - seg->addr);
-      const std::size_t end = std::min(seg->mapped_limit, page_floor(b->addr + b->size - seg->addr));
+      std::size_t first = page_ceil(b->addr - seg->addr);
+      std::size_t end = std::min(seg->mapped_limit, page_floor(b->addr + b->size - seg->addr));
+      if (first >= end) return;
+      whole_chunks(seg, first, end);
       if (first < end) released += unmap_range(seg, first, end);
     });
   }

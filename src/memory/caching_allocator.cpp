@@ -97,6 +97,7 @@ CachingAllocator::CachingAllocator(std::shared_ptr<UpstreamResource> upstream, A
     GENESIS_CHECK(page_size_ >= detail::kAlignment && (page_size_ & (page_size_ - 1)) == 0,
                   "upstream page size must be a power of two >= 512, got ", page_size_);
     page_shift_ = std::countr_zero(page_size_);
+    chunk_pages_ = options_.chunk_pages != 0 ? options_.chunk_pages : upstream_->cheap_page_mapping() ? 1 : 64;
   }
   large_park_ = options_.thread_cache_large_park;
   // Near fits only over classic segments (Note [Near fits]).
@@ -139,8 +140,17 @@ CachingAllocator::~CachingAllocator() {
     Segment* seg = segments_;
     segments_ = seg->next_seg;
     if (seg->expandable) {
-      for (std::size_t i = 0; i < seg->mapped_limit; ++i)
-        if (seg->mapped[i]) upstream_->unmap_pages(seg->addr + i * page_size_, page_size_);
+      // Run by run of mapped pages: each is made of whole chunks.
+      for (std::size_t i = 0; i < seg->mapped_limit;) {
+        if (!seg->mapped[i]) {
+          ++i;
+          continue;
+        }
+        std::size_t j = i + 1;
+        while (j < seg->mapped_limit && seg->mapped[j]) ++j;
+        upstream_->unmap_pages(seg->addr + i * page_size_, (j - i) * page_size_);
+        i = j;
+      }
       upstream_->release_address_range(seg->addr, seg->size);
     } else {
       upstream_->deallocate(reinterpret_cast<void*>(seg->addr), seg->size);

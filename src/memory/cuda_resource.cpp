@@ -28,7 +28,7 @@ CudaDeviceResource::CudaDeviceResource(int device) : device_(validated(device)) 
 CudaDeviceResource::~CudaDeviceResource() {
   // The allocator unmaps its pages before it goes; whatever is left (an
   // allocator that was never destroyed) is released here.
-  for (auto& [addr, handle] : pages_) cuda::vmm::unmap_and_release(addr, page_size_, handle);
+  for (auto& [addr, chunk] : chunks_) cuda::vmm::unmap_and_release(addr, chunk.bytes, chunk.handle);
 }
 
 void CudaDeviceResource::synchronize_stream(StreamId stream) {
@@ -49,44 +49,43 @@ void CudaDeviceResource::release_address_range(std::uintptr_t addr, std::size_t 
   if (vmm_) cuda::vmm::free_reservation(addr, bytes);
 }
 
-bool CudaDeviceResource::map_pages(std::uintptr_t addr, std::size_t bytes) {
+bool CudaDeviceResource::map_pages(std::uintptr_t addr, std::size_t bytes, std::size_t chunk) {
   GENESIS_CHECK(vmm_, "map_pages: ", name(), " has no virtual memory support");
   GENESIS_CHECK(bytes > 0 && addr % page_size_ == 0 && bytes % page_size_ == 0,
                 "map_pages: range must be aligned to the page size ", page_size_);
+  GENESIS_CHECK(chunk > 0 && chunk % page_size_ == 0 && bytes % chunk == 0, "map_pages: chunk size ", chunk,
+                " must be a multiple of the page size ", page_size_, " that divides ", bytes);
   std::lock_guard<std::mutex> lock(vmm_mutex_);
   std::size_t done = 0;
-  try {
-    for (; done < bytes; done += page_size_) {
-      cuda::vmm::Handle h = 0;
-      if (!cuda::vmm::create_and_map(device_, addr + done, page_size_, &h)) break;
-      pages_.emplace(addr + done, h);
+  auto undo = [&]() noexcept {
+    for (std::size_t off = 0; off < done; off += chunk) {
+      auto it = chunks_.find(addr + off);
+      cuda::vmm::unmap_and_release(addr + off, chunk, it->second.handle);
+      chunks_.erase(it);
     }
-    // Access rights for the whole run at once (the driver's cost is per call).
+  };
+  try {
+    for (; done < bytes; done += chunk) {
+      cuda::vmm::Handle h = 0;
+      if (!cuda::vmm::create_and_map(device_, addr + done, chunk, &h)) break;
+      chunks_.emplace(addr + done, Chunk{h, chunk});
+    }
+    // Access rights for the whole run at once (one driver call).
     if (done == bytes && cuda::vmm::set_access(device_, addr, bytes)) return true;
   } catch (...) {
-    for (std::size_t off = 0; off < done; off += page_size_) {
-      auto it = pages_.find(addr + off);
-      cuda::vmm::unmap_and_release(addr + off, page_size_, it->second);
-      pages_.erase(it);
-    }
+    undo();
     throw;
   }
-  // Out of memory part way: leave nothing mapped, as the interface promises.
-  for (std::size_t off = 0; off < done; off += page_size_) {
-    auto it = pages_.find(addr + off);
-    cuda::vmm::unmap_and_release(addr + off, page_size_, it->second);
-    pages_.erase(it);
-  }
+  undo();  // out of memory part way: leave nothing mapped, as the interface promises
   return false;
 }
 
 void CudaDeviceResource::unmap_pages(std::uintptr_t addr, std::size_t bytes) noexcept {
   std::lock_guard<std::mutex> lock(vmm_mutex_);
-  for (std::size_t off = 0; off < bytes; off += page_size_) {
-    auto it = pages_.find(addr + off);
-    if (it == pages_.end()) continue;
-    cuda::vmm::unmap_and_release(addr + off, page_size_, it->second);
-    pages_.erase(it);
+  for (auto it = chunks_.lower_bound(addr); it != chunks_.end() && it->first < addr + bytes;) {
+    if (it->first + it->second.bytes > addr + bytes) break;  // would be cut: left mapped
+    cuda::vmm::unmap_and_release(it->first, it->second.bytes, it->second.handle);
+    it = chunks_.erase(it);
   }
 }
 

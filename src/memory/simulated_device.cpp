@@ -19,14 +19,15 @@
 namespace genesis::memory {
 
 // Note [Simulated mapping costs]: on CUDA, expandable segments pay the
-// driver per physical chunk: ~7 us to create and map it, ~20 us for
-// cuMemSetAccess (per chunk even when one call covers many) and ~20 us to
-// unmap and release it (H200, bench/RESULTS.md). The simulated device maps
-// for free, which hid how much an allocator that maps and unmaps in steady
-// state costs there. With a VmmCost the device spins that long per page
-// (CudaDeviceResource makes one handle per page) after doing the work,
-// outside its mutex (so a waiting thread is not charged twice). Spinning, not
-// sleeping: sleeps of a few microseconds overshoot by tens.
+// driver per physical chunk, whatever its size up to tens of MiB: ~7 us to
+// create and map it, ~20 us for cuMemSetAccess (per chunk even when one call
+// covers many) and ~20 us to unmap and release it (H200, bench/RESULTS.md).
+// The simulated device maps for free, which hid how much an allocator that
+// maps and unmaps in steady state costs there. With a VmmCost the device
+// spins that long per chunk (one map_pages call is one chunk, as in
+// CudaDeviceResource) after doing the work, outside its mutex (so a waiting
+// thread is not charged twice). Spinning, not sleeping: sleeps of a few
+// microseconds overshoot by tens.
 
 namespace {
 
@@ -329,24 +330,27 @@ void SimulatedDevice::release_address_range(std::uintptr_t addr, std::size_t byt
   ranges_.erase(it);
 }
 
-bool SimulatedDevice::map_pages(std::uintptr_t addr, std::size_t bytes) {
-  const bool ok = map_pages_locked(addr, bytes);
-  if (ok) {
-    const auto pages = static_cast<std::int64_t>(bytes / kPageSize);
-    spin_for(pages * (vmm_cost_.map + vmm_cost_.set_access));
-  }
+bool SimulatedDevice::map_pages(std::uintptr_t addr, std::size_t bytes, std::size_t chunk) {
+  const bool ok = map_pages_locked(addr, bytes, chunk);
+  if (ok) spin_for(static_cast<std::int64_t>(bytes / chunk) * (vmm_cost_.map + vmm_cost_.set_access));
   return ok;
 }
 
-bool SimulatedDevice::map_pages_locked(std::uintptr_t addr, std::size_t bytes) {
+bool SimulatedDevice::map_pages_locked(std::uintptr_t addr, std::size_t bytes, std::size_t chunk) {
   std::lock_guard<std::mutex> lock(mutex_);
   GENESIS_CHECK(bytes > 0 && addr % kPageSize == 0 && bytes % kPageSize == 0,
                 "SimulatedDevice::map_pages: range must be page aligned (2 MiB), got addr ", addr, " bytes ", bytes);
+  GENESIS_CHECK(chunk > 0 && chunk % kPageSize == 0 && bytes % chunk == 0, "SimulatedDevice::map_pages: chunk size ",
+                chunk, " must be a multiple of the page size (2 MiB) that divides ", bytes);
   std::uintptr_t base = 0;
   Range* r = range_locked(addr, bytes, &base);
   GENESIS_CHECK(r != nullptr, "SimulatedDevice::map_pages: range is not inside one reserved range");
   const std::size_t first = (addr - base) / kPageSize, n = bytes / kPageSize;
-  if (r->mapped.size() < first + n) r->mapped.resize(std::max(first + n, 2 * r->mapped.size()), 0);
+  if (r->mapped.size() < first + n) {
+    const std::size_t size = std::max(first + n, 2 * r->mapped.size());
+    r->mapped.resize(size, 0);
+    r->head.resize(size, 0);
+  }
   // One vectorised scan rather than a check per page: the replay maps runs
   // of tens of pages on a fresh allocator.
   GENESIS_CHECK(std::memchr(r->mapped.data() + first, 1, n) == nullptr,
@@ -362,6 +366,13 @@ bool SimulatedDevice::map_pages_locked(std::uintptr_t addr, std::size_t bytes) {
   }
   std::fill(r->mapped.begin() + static_cast<std::ptrdiff_t>(first),
             r->mapped.begin() + static_cast<std::ptrdiff_t>(first + n), std::uint8_t{1});
+  const std::size_t chunk_pages = chunk / kPageSize;
+  if (chunk_pages == 1) {
+    std::memset(r->head.data() + first, 1, n);
+  } else {
+    for (std::size_t i = first; i < first + n; i += chunk_pages) r->head[i] = 1;
+  }
+  num_chunks_mapped_ += n / chunk_pages;
   bytes_in_use_ += bytes;
   mapped_bytes_ += bytes;
   peak_bytes_in_use_ = std::max(peak_bytes_in_use_, bytes_in_use_);
@@ -371,8 +382,8 @@ bool SimulatedDevice::map_pages_locked(std::uintptr_t addr, std::size_t bytes) {
 }
 
 void SimulatedDevice::unmap_pages(std::uintptr_t addr, std::size_t bytes) noexcept {
-  const std::size_t pages = unmap_pages_locked(addr, bytes);
-  spin_for(static_cast<std::int64_t>(pages) * vmm_cost_.unmap);
+  const std::size_t chunks = unmap_pages_locked(addr, bytes);
+  spin_for(static_cast<std::int64_t>(chunks) * vmm_cost_.unmap);
 }
 
 std::size_t SimulatedDevice::unmap_pages_locked(std::uintptr_t addr, std::size_t bytes) noexcept {
@@ -389,13 +400,24 @@ std::size_t SimulatedDevice::unmap_pages_locked(std::uintptr_t addr, std::size_t
   // counters are updated once per call, not per page.
   const std::size_t have = first < r->mapped.size() ? std::min(n, r->mapped.size() - first) : 0;
   std::uint8_t* const flags = r->mapped.data() + first;
+  std::uint8_t* const heads = r->head.data() + first;
+  // A chunk begun below the range or running on past it would be cut.
+  if (have > 0 && flags[0] && !heads[0]) ++num_misuses_;
+  if (first + have < r->mapped.size() && r->mapped[first + have] && !r->head[first + have]) {
+    ++num_misuses_;
+    r->head[first + have] = 1;  // the rest of the cut chunk
+  }
   const auto unmapped = static_cast<std::size_t>(std::count(flags, flags + have, std::uint8_t{1}));
+  auto chunks = static_cast<std::size_t>(std::count(heads, heads + have, std::uint8_t{1}));
+  if (have > 0 && flags[0] && !heads[0]) ++chunks;  // the cut piece costs a handle too
   std::fill(flags, flags + have, std::uint8_t{0});
+  std::fill(heads, heads + have, std::uint8_t{0});
   num_misuses_ += n - unmapped;
   bytes_in_use_ -= unmapped * kPageSize;
   mapped_bytes_ -= unmapped * kPageSize;
   num_pages_unmapped_ += unmapped;
-  return unmapped;
+  num_chunks_unmapped_ += chunks;
+  return chunks;
 }
 
 std::size_t SimulatedDevice::mapped_bytes() const {
@@ -417,6 +439,14 @@ std::size_t SimulatedDevice::num_pages_mapped() const {
 std::size_t SimulatedDevice::num_pages_unmapped() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return num_pages_unmapped_;
+}
+std::size_t SimulatedDevice::num_chunks_mapped() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return num_chunks_mapped_;
+}
+std::size_t SimulatedDevice::num_chunks_unmapped() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return num_chunks_unmapped_;
 }
 std::size_t SimulatedDevice::num_reserved_ranges() const {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -243,12 +243,16 @@ TEST(ReplayTest, InconsistentHandBuiltTraceIsRejected) {
 TEST(ReplayConfigTest, KnownNamesAndErrors) {
   std::vector<std::string> names;
   for (const auto& c : known_replay_configs()) names.push_back(c.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"genesis", "genesis-classic", "genesis-expandable", "genesis-no-tcache"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"genesis", "genesis-classic", "genesis-expandable",
+                                              "genesis-expandable-pages", "genesis-no-tcache"}));
   using E = memory::AllocatorOptions::Expandable;
   EXPECT_EQ(make_replay_config("genesis").options.expandable_segments, E::kAuto);
   EXPECT_TRUE(make_replay_config("genesis").options.thread_cache);
   EXPECT_EQ(make_replay_config("genesis-classic").options.expandable_segments, E::kOff);
   EXPECT_EQ(make_replay_config("genesis-expandable").options.expandable_segments, E::kOn);
+  EXPECT_EQ(make_replay_config("genesis-expandable").options.chunk_pages, 0u);  // the upstream's default
+  EXPECT_EQ(make_replay_config("genesis-expandable-pages").options.expandable_segments, E::kOn);
+  EXPECT_EQ(make_replay_config("genesis-expandable-pages").options.chunk_pages, 1u);
   EXPECT_FALSE(make_replay_config("genesis-no-tcache").options.thread_cache);
   try {
     (void)make_replay_config("pytorch");

@@ -41,10 +41,12 @@ ContractUpstream host_case(const char* name, std::size_t limit) {
   return c;
 }
 
-ContractUpstream sim_case(const char* name, std::size_t capacity, bool expandable = false) {
+ContractUpstream sim_case(const char* name, std::size_t capacity, bool expandable = false,
+                          std::uint32_t chunk_pages = 0) {
   ContractUpstream c;
   c.name = name;
   c.expandable = expandable;
+  c.chunk_pages = chunk_pages;
   c.make = [capacity] { return std::make_shared<SimulatedDevice>(capacity); };
   // Simulated addresses must never be dereferenced: no fill/check.
   c.in_use = [](UpstreamResource& u) { return dynamic_cast<SimulatedDevice&>(u).bytes_in_use(); };
@@ -62,7 +64,10 @@ INSTANTIATE_TEST_SUITE_P(Simulated, AllocatorContractTest,
                          ::testing::Values(sim_case("Sim64MiB", 64 * MiB), sim_case("Sim1GiB", 1 * GiB),
                                            sim_case("Sim80GiB", 80 * GiB),
                                            sim_case("Sim64MiBExpandable", 64 * MiB, true),
-                                           sim_case("Sim1GiBExpandable", 1 * GiB, true)),
+                                           sim_case("Sim1GiBExpandable", 1 * GiB, true),
+                                           // Chunks of several pages, as on CUDA (Note [Physical chunks]).
+                                           sim_case("Sim64MiBExpandableChunked", 64 * MiB, true, 4),
+                                           sim_case("Sim1GiBExpandableChunked", 1 * GiB, true, 4)),
                          contract_case_name);
 
 

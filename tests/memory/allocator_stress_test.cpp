@@ -131,6 +131,7 @@ struct StressConfig {
   bool huge = true;
   bool record_streams = true;
   bool expandable = false;  // expandable segments (else classic ones)
+  std::uint32_t chunk_pages = 0;  // AllocatorOptions::chunk_pages
   std::size_t capacity = 16 * GiB;
 };
 
@@ -152,6 +153,7 @@ StressResult run_simulated_stress(const StressConfig& cfg) {
   opts.thread_cache = cfg.thread_cache;
   opts.expandable_segments =
       cfg.expandable ? AllocatorOptions::Expandable::kOn : AllocatorOptions::Expandable::kOff;
+  opts.chunk_pages = cfg.chunk_pages;
   auto alloc = std::make_unique<CachingAllocator>(sim, opts);
   CachingAllocator& a = *alloc;
 
@@ -330,6 +332,18 @@ TEST(AllocatorStress, SimulatedDeviceMixedExpandable) {
   EXPECT_GT(r.allocs, cfg.ops_per_thread);
 }
 
+// Physical chunks of several pages (Note [Physical chunks]): chunks are
+// split under blocks taken from free memory while other threads allocate,
+// free and release pages; the device counts any chunk cut in two as a misuse.
+TEST(AllocatorStress, SimulatedDeviceMixedExpandableChunked) {
+  StressConfig cfg;
+  cfg.expandable = true;
+  cfg.chunk_pages = 4;
+  cfg.ops_per_thread = scaled(30000);
+  const StressResult r = run_simulated_stress(cfg);
+  EXPECT_GT(r.allocs, cfg.ops_per_thread);
+}
+
 TEST(AllocatorStress, SimulatedDeviceNoThreadCache) {
   StressConfig cfg;
   cfg.thread_cache = false;
@@ -353,6 +367,17 @@ TEST(AllocatorStress, SimulatedDeviceUnderMemoryPressure) {
 TEST(AllocatorStress, SimulatedDeviceUnderMemoryPressureExpandable) {
   StressConfig cfg;
   cfg.expandable = true;
+  cfg.capacity = 256 * MiB;
+  cfg.ops_per_thread = scaled(30000);
+  const StressResult r = run_simulated_stress(cfg);
+  EXPECT_GT(r.allocs, cfg.ops_per_thread);
+  RecordProperty("ooms", static_cast<int>(r.ooms));
+}
+
+TEST(AllocatorStress, SimulatedDeviceUnderMemoryPressureExpandableChunked) {
+  StressConfig cfg;
+  cfg.expandable = true;
+  cfg.chunk_pages = 4;
   cfg.capacity = 256 * MiB;
   cfg.ops_per_thread = scaled(30000);
   const StressResult r = run_simulated_stress(cfg);

@@ -54,10 +54,12 @@ bool device_check(const void* p, std::size_t n, unsigned char pattern) {
 }
 #endif
 
-ContractUpstream cuda_case(bool expandable = false) {
+// chunk_pages 0: CUDA's default (chunks of up to 64 pages); 1: a handle per page.
+ContractUpstream cuda_case(bool expandable = false, std::uint32_t chunk_pages = 0) {
   ContractUpstream c;
-  c.name = expandable ? "CudaDevice0Expandable" : "CudaDevice0";
+  c.name = !expandable ? "CudaDevice0" : chunk_pages == 1 ? "CudaDevice0ExpandablePages" : "CudaDevice0Expandable";
   c.expandable = expandable;  // skipped while the resource has no virtual memory support
+  c.chunk_pages = chunk_pages;
   c.needs_cuda = true;
   c.make = [] { return std::make_shared<CudaDeviceResource>(0); };
 #if GENESIS_WITH_CUDA
@@ -79,7 +81,7 @@ ContractUpstream pinned_case() {
   return c;
 }
 
-INSTANTIATE_TEST_SUITE_P(Gpu, AllocatorContractTest, ::testing::Values(cuda_case(), cuda_case(true), pinned_case()),
+INSTANTIATE_TEST_SUITE_P(Gpu, AllocatorContractTest, ::testing::Values(cuda_case(), cuda_case(true), cuda_case(true, 1), pinned_case()),
                          contract_case_name);
 
 // --- CUDA-specific behaviour ----------------------------------------------------

@@ -110,6 +110,36 @@ TEST_F(GpuExpandableTest, OutOfMemoryIsExplainedAndRecoverable) {
   allocator_->deallocate(p);
 }
 
+// Chunks of several pages (CUDA's default, Note [Physical chunks]): a block
+// reusing part of a free chunk splits it (the chunk is unmapped, the block's
+// pages mapped again), and the neighbours' data does not move.
+TEST_F(GpuExpandableTest, SplitChunksKeepNeighboursData) {
+  AllocatorOptions o;
+  o.expandable_segments = AllocatorOptions::Expandable::kOn;
+  o.thread_cache = false;  // a freed block goes straight back to the pool
+  allocator_ = std::make_unique<CachingAllocator>(resource_, o);
+  void* a = allocator_->allocate(64 * MiB);  // one chunk of 32 pages
+  void* b = allocator_->allocate(64 * MiB);
+  write_and_verify(b, 64 * MiB, 21);
+  std::vector<std::uint32_t> keep(64 * MiB / 4);
+  for (std::size_t i = 0; i < keep.size(); ++i) keep[i] = static_cast<std::uint32_t>(i ^ 0x5a5a5a5au);
+  ASSERT_EQ(cudaMemcpy(b, keep.data(), 64 * MiB, cudaMemcpyHostToDevice), cudaSuccess);
+  allocator_->deallocate(a);
+  const auto before = allocator_->stats().reserved_bytes[kStatAggregate].current;
+  void* c = allocator_->allocate(10 * MiB);  // the start of a's chunk: split
+  EXPECT_EQ(c, a);
+  EXPECT_EQ(allocator_->stats().reserved_bytes[kStatAggregate].current, before - static_cast<std::int64_t>(54 * MiB));
+  write_and_verify(c, 10 * MiB, 22);
+  void* d = allocator_->allocate(20 * MiB + 512);  // after c, in the unmapped rest
+  write_and_verify(d, 20 * MiB, 23);
+  std::vector<std::uint32_t> back(keep.size());
+  ASSERT_EQ(cudaMemcpy(back.data(), b, 64 * MiB, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(back, keep);
+  for (void* p : {b, c, d}) allocator_->deallocate(p);
+  allocator_->empty_cache();
+  EXPECT_EQ(allocator_->stats().reserved_bytes[kStatAggregate].current, 0);
+}
+
 TEST_F(GpuExpandableTest, ManyMapUnmapCyclesStayConsistent) {
   for (int round = 0; round < 20; ++round) {
     std::vector<void*> ptrs;

@@ -53,6 +53,9 @@ struct ContractUpstream {
   /// where the upstream has no virtual memory). Tests of the classic segment
   /// layout skip themselves in this mode.
   bool expandable = false;
+  /// AllocatorOptions::chunk_pages for the expandable runs (0: the upstream's
+  /// default, Note [Physical chunks]).
+  std::uint32_t chunk_pages = 0;
 };
 
 /// gtest prints parameters of failing tests: the name, not the bytes.
@@ -103,6 +106,7 @@ class AllocatorContractTest : public ::testing::TestWithParam<ContractUpstream> 
   std::unique_ptr<CachingAllocator> make_allocator(AllocatorOptions options = {}) {
     options.expandable_segments =
         GetParam().expandable ? AllocatorOptions::Expandable::kOn : AllocatorOptions::Expandable::kOff;
+    if (GetParam().chunk_pages != 0) options.chunk_pages = GetParam().chunk_pages;
     return std::make_unique<CachingAllocator>(upstream_, options);
   }
   static AllocatorOptions no_thread_cache() {

@@ -174,7 +174,7 @@ Command add_replay_command(CLI::App& app) {
   sub->add_option("--device", args->device, "sim (simulated GPU, default) or cuda (GPU 0)");
   sub->add_option("--config", args->configs,
                   "Allocator configuration to run (repeatable): genesis, genesis-classic, genesis-expandable, "
-                  "genesis-no-tcache")
+                  "genesis-expandable-pages, genesis-no-tcache")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_flag("--compare", args->compare, "Run every configuration (or the --config ones) side by side");

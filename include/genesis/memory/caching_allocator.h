@@ -92,6 +92,20 @@ struct AllocatorOptions {
   /// live bytes against 1.146x classic) at the price of slow first mappings.
   enum class Expandable : std::uint8_t { kAuto, kOn, kOff };
   Expandable expandable_segments = Expandable::kAuto;
+  /// Expandable segments: the most pages one physical chunk may span (Note
+  /// [Physical chunks]). The pages a block lies wholly over are mapped as
+  /// chunks of up to this many pages, the pages it shares with neighbours as
+  /// chunks of one page; 1 maps every page alone. 0 (auto): 1 where the
+  /// upstream maps pages cheaply (the simulated device), 64 where each
+  /// physical allocation costs the driver tens of microseconds (CUDA).
+  std::uint32_t chunk_pages = 0;
+  /// Expandable segments: when a new block covers part of a chunk that
+  /// reaches past it into free memory, the chunk is unmapped (and the
+  /// block's pages mapped again) unless at most this many of its pages lie
+  /// outside the block (Note [Physical chunks]). 0: always, so that every
+  /// free page can later be released (the least memory); more: fewer
+  /// mappings, a little more memory.
+  std::uint32_t chunk_strand_pages = 0;
   /// Arenas (Note [Arenas]): independent pools, each with its own lock,
   /// free lists and segments; threads are spread over them in the order they
   /// first allocate, so threads that miss their caches at the same time do
@@ -350,7 +364,13 @@ class CachingAllocator {
   bool ensure_mapped(Block* b, std::size_t bytes);  // true if pages were mapped; may throw OOM
   bool map_block_pages(Block* b, std::size_t bytes);  // ensure_mapped past its inline "all mapped" check
   std::size_t release_free_pages(std::size_t at_least = SIZE_MAX);  // SIZE_MAX: every free page
-  std::size_t unmap_range(detail::Segment* seg, std::size_t first, std::size_t end);
+  std::size_t unmap_range(detail::Segment* seg, std::size_t first, std::size_t end);  // whole chunks only
+  // Shrinks the page range [first, end) to the whole chunks inside it.
+  static void whole_chunks(const detail::Segment* seg, std::size_t& first, std::size_t& end) noexcept;
+  bool straddles_chunk(const Block* b) const noexcept;  // a chunk reaches across one of b's edges
+  void split_chunks(Block* b);                          // unmaps those chunks (they hold no data)
+  // Maps pages [first, end) of b's segment as chunks of `chunk` pages; throws OOM.
+  void map_chunk(Block* b, std::size_t bytes, std::size_t first, std::size_t end, std::size_t chunk);
   std::size_t mapped_in(const Block* b) const noexcept;
   void return_to_pool(Block* b, bool touch = true);   // merge + index; touch: mark the segment used now
   // index_erase returns what index_insert takes as `like` for a block of the
@@ -408,6 +428,7 @@ class CachingAllocator {
   bool expandable_ = false;          // resolved from options + upstream support
   std::size_t page_size_ = 0;        // upstream page size when expandable_
   int page_shift_ = 0;               // log2(page_size_): page numbers by shifts, not 64-bit divisions
+  std::size_t chunk_pages_ = 1;      // options_.chunk_pages resolved (Note [Physical chunks])
   std::size_t page_floor(std::size_t off) const noexcept { return off >> page_shift_; }
   std::size_t page_ceil(std::size_t off) const noexcept { return (off + page_size_ - 1) >> page_shift_; }
   // Near fits (Note [Near fits]): a small request of bin i may take a cached
@@ -656,8 +677,24 @@ inline CachingAllocator::Block* CachingAllocator::find_free_block(detail::PoolId
 // the out-of-line function's register saves cost more than the check.
 inline bool CachingAllocator::ensure_mapped(Block* b, std::size_t bytes) {
   const detail::Segment* seg = b->segment;
+  if (chunk_pages_ > 1 && straddles_chunk(b)) split_chunks(b);
   if (page_ceil(b->addr + b->size - seg->addr) <= seg->mapped_limit && seg->holes == 0) return false;
   return map_block_pages(b, bytes);
+}
+
+// Inline: ensure_mapped asks on every pool allocation from an expandable
+// segment, and almost always no chunk straddles (Note [Physical chunks]).
+inline bool CachingAllocator::straddles_chunk(const Block* b) const noexcept {
+  const detail::Segment* seg = b->segment;
+  // A chunk straddles the boundary before page q when q is mapped but does
+  // not begin a chunk.
+  auto cut = [seg](std::size_t q) { return q < seg->mapped_limit && seg->mapped[q] && !seg->head[q]; };
+  const std::size_t s = b->addr - seg->addr, e = s + b->size;
+  const std::size_t mask = page_size_ - 1;
+  // At an edge inside a page, that page (shared with the neighbour) must be
+  // a chunk of its own: no chunk may cross either of its boundaries.
+  return cut(s >> page_shift_) || ((s & mask) != 0 && cut((s >> page_shift_) + 1)) || cut(e >> page_shift_) ||
+         ((e & mask) != 0 && cut((e >> page_shift_) + 1));
 }
 
 // Inline: the slow path's peak notes (caching_allocator.cpp) call it on every

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <mutex>
 #include <string>
-#include <unordered_map>
+#include <map>
 
 #include "genesis/cuda/event_pool.h"
 #include "genesis/memory/upstream.h"
@@ -53,12 +53,15 @@ class CudaDeviceResource final : public UpstreamResource {
   void synchronize_stream(StreamId stream) override;
 
   // Virtual memory through the driver's VMM API (genesis/cuda/vmm.h): one
-  // physical allocation per page, so that any page can be unmapped alone.
+  // physical allocation per chunk, unmapped whole: the driver's cost is per
+  // allocation, not per byte (Note [Physical chunks]). unmap_pages releases
+  // the chunks wholly inside its range; a chunk it would cut is left mapped
+  // (the allocator never asks for that).
   bool supports_virtual_memory() const noexcept override { return vmm_; }
   std::size_t page_size() const noexcept override { return page_size_; }
   std::uintptr_t reserve_address_range(std::size_t bytes) override;
   void release_address_range(std::uintptr_t addr, std::size_t bytes) noexcept override;
-  bool map_pages(std::uintptr_t addr, std::size_t bytes) override;
+  bool map_pages(std::uintptr_t addr, std::size_t bytes, std::size_t chunk) override;
   void unmap_pages(std::uintptr_t addr, std::size_t bytes) noexcept override;
 
  private:
@@ -70,7 +73,11 @@ class CudaDeviceResource final : public UpstreamResource {
   bool vmm_ = false;
   std::size_t page_size_ = std::size_t{2} << 20;
   std::mutex vmm_mutex_;
-  std::unordered_map<std::uintptr_t, unsigned long long> pages_;  // page address -> physical handle
+  struct Chunk {
+    unsigned long long handle = 0;
+    std::size_t bytes = 0;
+  };
+  std::map<std::uintptr_t, Chunk> chunks_;  // chunk address -> physical handle (ordered: unmap walks a range)
 };
 
 }  // namespace genesis::memory

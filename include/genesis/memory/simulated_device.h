@@ -56,18 +56,18 @@ class SimulatedDevice final : public UpstreamResource {
   static constexpr std::size_t kLargeAlignment = std::size_t{2} << 20;
 
   /// What virtual-memory calls cost (Note [Simulated mapping costs]): the
-  /// device spins for this long per page (one physical handle per page, as
+  /// device spins for this long per chunk (one physical handle, as
   /// CudaDeviceResource maps them), so that the allocator's behaviour on a
   /// real GPU can be timed on a CPU. Zero (the default): free, as before.
   struct VmmCost {
-    std::chrono::nanoseconds map{0};         ///< per page: cuMemCreate + cuMemMap
-    std::chrono::nanoseconds set_access{0};  ///< per page: cuMemSetAccess
-    std::chrono::nanoseconds unmap{0};       ///< per page: cuMemUnmap + cuMemRelease
+    std::chrono::nanoseconds map{0};         ///< per chunk: cuMemCreate + cuMemMap
+    std::chrono::nanoseconds set_access{0};  ///< per chunk: cuMemSetAccess
+    std::chrono::nanoseconds unmap{0};       ///< per chunk: cuMemUnmap + cuMemRelease
     bool any() const noexcept { return map.count() > 0 || set_access.count() > 0 || unmap.count() > 0; }
     /// Measured per 2 MiB chunk on an H200 (bench/RESULTS.md, vmm_bench,
     /// 2026-11-21): 7.32 us create+map, 21.74 us set_access, 21.59 us unmap+release.
     static VmmCost cuda();
-    /// "none", "cuda", or "MAP,SET_ACCESS,UNMAP" in microseconds per page
+    /// "none", "cuda", or "MAP,SET_ACCESS,UNMAP" in microseconds per chunk
     /// (e.g. "7.3,21.7,21.6"). Throws InvalidArgumentError otherwise.
     static VmmCost parse(std::string_view text);
   };
@@ -135,19 +135,27 @@ class SimulatedDevice final : public UpstreamResource {
   /// span is exhausted.
   std::uintptr_t reserve_address_range(std::size_t bytes) override;
   void release_address_range(std::uintptr_t addr, std::size_t bytes) noexcept override;
-  /// False (nothing mapped) when capacity would be exceeded or a failure was
-  /// injected. Throws InvalidArgumentError for a range that is not page
-  /// aligned, not inside one reserved range, or already (partly) mapped.
-  bool map_pages(std::uintptr_t addr, std::size_t bytes) override;
-  /// Unmapping pages that are not mapped counts as a misuse.
+  /// Maps the range as chunks of `chunk` bytes. False (nothing mapped) when
+  /// capacity would be exceeded or a failure was injected. Throws
+  /// InvalidArgumentError for a range that is not page aligned, not inside
+  /// one reserved range, or already (partly) mapped, or for a chunk size
+  /// that is not a multiple of the page size dividing `bytes`.
+  bool map_pages(std::uintptr_t addr, std::size_t bytes, std::size_t chunk) override;
+  /// Unmaps every chunk in the range. Unmapping pages that are not mapped,
+  /// or part of a chunk (CUDA cannot), counts as a misuse; the pages named
+  /// are unmapped all the same, and what is left of a cut chunk becomes a
+  /// chunk of its own.
   void unmap_pages(std::uintptr_t addr, std::size_t bytes) noexcept override;
   /// Bytes of mapped pages (included in bytes_in_use()).
   std::size_t mapped_bytes() const;
   std::size_t num_map_calls() const;
   std::size_t num_unmap_calls() const;
-  /// Pages mapped / unmapped so far (each one a physical handle on CUDA).
+  /// Pages mapped / unmapped so far.
   std::size_t num_pages_mapped() const;
   std::size_t num_pages_unmapped() const;
+  /// Chunks (physical handles on CUDA) mapped / unmapped so far.
+  std::size_t num_chunks_mapped() const;
+  std::size_t num_chunks_unmapped() const;
   std::size_t num_reserved_ranges() const;
 
   // --- failure injection --------------------------------------------------
@@ -201,7 +209,7 @@ class SimulatedDevice final : public UpstreamResource {
   };
 
   // The work of map_pages / unmap_pages under mutex_, without the cost model.
-  bool map_pages_locked(std::uintptr_t addr, std::size_t bytes);
+  bool map_pages_locked(std::uintptr_t addr, std::size_t bytes, std::size_t chunk);
   std::size_t unmap_pages_locked(std::uintptr_t addr, std::size_t bytes) noexcept;  // pages unmapped
 
   // Caller holds mutex_.
@@ -240,6 +248,7 @@ class SimulatedDevice final : public UpstreamResource {
   struct Range {
     std::size_t size = 0;
     std::vector<std::uint8_t> mapped;  // one flag per page
+    std::vector<std::uint8_t> head;    // page begins a chunk (same length)
   };
   std::map<std::uintptr_t, Range> ranges_;
   // The reserved range holding [addr, addr + bytes), or null.
@@ -250,6 +259,8 @@ class SimulatedDevice final : public UpstreamResource {
   std::size_t num_unmap_calls_ = 0;
   std::size_t num_pages_mapped_ = 0;
   std::size_t num_pages_unmapped_ = 0;
+  std::size_t num_chunks_mapped_ = 0;
+  std::size_t num_chunks_unmapped_ = 0;
 
   std::vector<Stream> streams_{1};  // index = StreamId; 0 is the default stream
   std::unordered_map<EventId, Event> events_;

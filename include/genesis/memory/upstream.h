@@ -112,10 +112,17 @@ class UpstreamResource {
   /// Releases a range from reserve_address_range (all pages unmapped first).
   virtual void release_address_range(std::uintptr_t addr, std::size_t bytes) noexcept { (void)addr; (void)bytes; }
   /// Backs [addr, addr + bytes) (page aligned, inside a reserved range, not
-  /// mapped yet) with physical memory. Returns false when the memory is
-  /// exhausted (nothing stays mapped then); throws for other failures.
-  virtual bool map_pages(std::uintptr_t addr, std::size_t bytes) { (void)addr; (void)bytes; return false; }
-  /// Unmaps and frees the physical memory of a mapped page-aligned range.
+  /// mapped yet) with physical memory, as chunks of `chunk` bytes (a multiple
+  /// of page_size() that divides `bytes`): each chunk is one physical
+  /// allocation (a handle on CUDA, whose driver costs are per handle, not
+  /// per byte) and can only be unmapped whole. Returns false when the memory
+  /// is exhausted (nothing stays mapped then); throws for other failures.
+  virtual bool map_pages(std::uintptr_t addr, std::size_t bytes, std::size_t chunk) {
+    (void)addr, (void)bytes, (void)chunk;
+    return false;
+  }
+  /// Unmaps and frees the physical memory of the chunks in a mapped
+  /// page-aligned range; the range must not cut a chunk.
   virtual void unmap_pages(std::uintptr_t addr, std::size_t bytes) noexcept { (void)addr; (void)bytes; }
 
  private:

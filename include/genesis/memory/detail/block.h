@@ -80,8 +80,13 @@ struct Segment {
   // address space; mapped[i] says whether page i has physical memory.
   //   mapped_bytes == page_size * count(mapped[i]);  mapped[i] == 0 for i >= mapped_limit;
   //   mapped.size() >= mapped_limit (it grows on demand, not to the range's size).
+  // Pages are mapped in chunks (Note [Physical chunks]): head[i] says page i
+  // begins one, i.e. one map_pages call and one physical handle on CUDA. A
+  // mapped page that is not a head belongs to the chunk of the page before.
+  // Chunks are unmapped whole.
   bool expandable = false;
   std::vector<std::uint8_t> mapped;
+  std::vector<std::uint8_t> head;  // same length as mapped
   std::size_t mapped_bytes = 0;
   std::size_t mapped_limit = 0;
   std::size_t holes = 0;  // unmapped pages below mapped_limit (0: a fast "all mapped" answer)

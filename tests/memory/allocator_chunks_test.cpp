@@ -1,0 +1,117 @@
+// Physical chunks of expandable segments (Note [Physical chunks] in
+// allocator_expandable.cpp): how many chunks a block's pages are mapped as,
+// when a chunk is split under a new block, and that no chunk is ever cut.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "genesis/memory/caching_allocator.h"
+#include "genesis/memory/simulated_device.h"
+
+namespace genesis::memory {
+namespace {
+
+constexpr std::size_t MiB = std::size_t{1} << 20;
+constexpr std::size_t GiB = std::size_t{1} << 30;
+
+class AllocatorChunksTest : public ::testing::Test {
+ protected:
+  CachingAllocator& make(std::uint32_t chunk_pages, std::uint32_t strand_pages = 0) {
+    a_.reset();
+    sim_ = std::make_shared<SimulatedDevice>(4 * GiB);
+    AllocatorOptions o;
+    o.expandable_segments = AllocatorOptions::Expandable::kOn;
+    o.thread_cache = false;  // frees go straight back to the pool
+    o.chunk_pages = chunk_pages;
+    o.chunk_strand_pages = strand_pages;
+    a_ = std::make_unique<CachingAllocator>(sim_, o);
+    return *a_;
+  }
+  std::int64_t reserved() const { return a_->stats().reserved_bytes[kStatAggregate].current; }
+  void TearDown() override {
+    if (a_ == nullptr) return;
+    a_->empty_cache();
+    a_.reset();
+    EXPECT_EQ(sim_->num_misuses(), 0u) << "a chunk was cut";
+    EXPECT_EQ(sim_->mapped_bytes(), 0u);
+  }
+  std::shared_ptr<SimulatedDevice> sim_;
+  std::unique_ptr<CachingAllocator> a_;
+};
+
+TEST_F(AllocatorChunksTest, AutoIsOnePagePerChunkWhereMappingIsCheap) {
+  CachingAllocator& a = make(0);
+  void* p = a.allocate(40 * MiB);
+  EXPECT_EQ(sim_->num_chunks_mapped(), 20u);
+  EXPECT_EQ(sim_->num_map_calls(), 1u);  // the run in one call all the same
+  a.deallocate(p);
+}
+
+TEST_F(AllocatorChunksTest, BlockInteriorIsMappedInChunksOfAtMostChunkPages) {
+  CachingAllocator& a = make(8);
+  void* p = a.allocate(40 * MiB);  // 20 whole pages: 8 + 8 + 4
+  EXPECT_EQ(sim_->num_chunks_mapped(), 3u);
+  EXPECT_EQ(reserved(), static_cast<std::int64_t>(40 * MiB));
+  a.deallocate(p);
+}
+
+TEST_F(AllocatorChunksTest, PagesSharedWithANeighbourAreChunksOfTheirOwn) {
+  CachingAllocator& a = make(64);
+  void* p = a.allocate(41 * MiB);  // 20 whole pages and the page it shares with the free rest
+  EXPECT_EQ(sim_->num_chunks_mapped(), 2u);
+  void* q = a.allocate(5 * MiB);  // starts in that shared page: maps 2 more pages (41..46 MiB)
+  EXPECT_EQ(sim_->num_chunks_mapped(), 3u);
+  EXPECT_EQ(sim_->num_chunks_unmapped(), 0u);
+  a.deallocate(p);
+  // p's 20 whole pages are one chunk wholly inside free memory: releasable.
+  EXPECT_EQ(a.compact(), 40 * MiB);
+  a.deallocate(q);
+}
+
+TEST_F(AllocatorChunksTest, ABlockTakingPartOfAFreeChunkSplitsIt) {
+  CachingAllocator& a = make(64);
+  void* p = a.allocate(40 * MiB);  // one chunk of 20 pages
+  a.deallocate(p);                 // free, still mapped (the cache)
+  EXPECT_EQ(reserved(), static_cast<std::int64_t>(40 * MiB));
+  void* q = a.allocate(10 * MiB);  // reuses the start: the chunk would reach 15 pages past it
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(sim_->num_chunks_unmapped(), 1u);
+  EXPECT_EQ(reserved(), static_cast<std::int64_t>(10 * MiB));  // q's pages mapped again, the rest not
+  a.deallocate(q);
+  EXPECT_EQ(a.compact(), 10 * MiB);
+}
+
+TEST_F(AllocatorChunksTest, AChunkReachingFewPagesPastTheBlockStaysWhole) {
+  CachingAllocator& a = make(64, /*strand_pages=*/15);
+  void* p = a.allocate(40 * MiB);
+  a.deallocate(p);
+  void* q = a.allocate(10 * MiB);  // 15 pages outside q: kept mapped
+  EXPECT_EQ(sim_->num_chunks_unmapped(), 0u);
+  EXPECT_EQ(reserved(), static_cast<std::int64_t>(40 * MiB));
+  EXPECT_EQ(a.compact(), 0u);  // the free pages share q's chunk
+  a.deallocate(q);
+  EXPECT_EQ(a.compact(), 40 * MiB);
+
+  void* r = a.allocate(40 * MiB);
+  a.deallocate(r);
+  void* s = a.allocate(8 * MiB);  // 16 pages outside: more than 15, split
+  EXPECT_EQ(sim_->num_chunks_unmapped(), 2u);
+  a.deallocate(s);
+}
+
+// A new peak releases free chunks, never the chunk under a live block.
+TEST_F(AllocatorChunksTest, ReleaseAtANewPeakTakesWholeFreeChunksOnly) {
+  CachingAllocator& a = make(4);
+  void* x = a.allocate(16 * MiB);  // chunks of 4 pages: 2 of them
+  void* y = a.allocate(16 * MiB);
+  a.deallocate(x);                 // 8 free mapped pages below y
+  const std::int64_t high = reserved();
+  void* z = a.allocate(24 * MiB);  // does not fit below y: needs 12 new pages
+  // Above the high-water mark only by what the freed chunks could not cover.
+  EXPECT_EQ(reserved(), high + static_cast<std::int64_t>(8 * MiB));
+  a.deallocate(y);
+  a.deallocate(z);
+}
+
+}  // namespace
+}  // namespace genesis::memory
