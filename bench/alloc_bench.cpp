@@ -277,7 +277,7 @@ int main(int argc, char** argv) {
         "  --arenas N         pools threads are dealt over: 0 (default: one per hardware thread, at most 8),\n"
         "                     1 (a single pool) .. 8\n"
         "  --sim-vmm-cost C   simulated device's page mapping cost: none (default), cuda (H200 driver\n"
-        "                     figures), or MAP,SET_ACCESS,UNMAP microseconds per 2 MiB page\n%s",
+        "                     figures), or MAP,SET_ACCESS,UNMAP microseconds per physical chunk\n%s",
         argv[0], gb::common_usage());
     return parsed ? 0 : 2;
   }

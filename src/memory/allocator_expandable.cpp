@@ -290,7 +290,7 @@ void CachingAllocator::split_chunks(Block* b) {
     const std::size_t q = edges[k];
     if (q >= seg->mapped_limit || !seg->mapped[q] || seg->head[q]) continue;
     std::size_t h = q, t = q + 1;
-    while (!seg->head[h]) --h;
+    while (h > 0 && !seg->head[h]) --h;
     while (t < seg->mapped_limit && seg->mapped[t] && !seg->head[t]) ++t;
     // Only a chunk that backs nothing but b and free blocks may go: b has
     // no data yet, free blocks none that matters. (Chunks are made so that

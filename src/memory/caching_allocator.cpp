@@ -564,6 +564,8 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
     if (b->segment->expandable && ensure_mapped(b, bytes)) hit = false;
   } else {
     b = grow(pool, rounded, stream, bytes);  // throws OutOfMemoryError
+    // grow's out-of-memory path may hand back a free block it found after all.
+    if (b->segment->expandable) ensure_mapped(b, bytes);
     hit = false;
   }
 

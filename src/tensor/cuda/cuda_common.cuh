@@ -30,6 +30,12 @@
 
 namespace genesis::kernels::cuda_impl {
 
+/// Hardware limits of a launch grid (compute capability 3.0 and later): x
+/// up to 2^31 - 1 blocks, y and z up to 65535. Kernels that put more work
+/// in a dimension loop over it (grid-stride) or take another path.
+constexpr std::int64_t kMaxGridX = 0x7fffffff;
+constexpr std::int64_t kMaxGridYZ = 65535;
+
 /// Makes ctx.device current for the scope and resolves kCurrentStream (~0)
 /// to the calling thread's current stream of that device.
 class LaunchScope {

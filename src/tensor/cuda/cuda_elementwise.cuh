@@ -213,7 +213,6 @@ __global__ void __launch_bounds__(kThreads) ew_strided_kernel(E e, Iter<E::kOps>
 constexpr int kRowsThreads = 256;
 constexpr int kRowsUnroll = 4;
 constexpr std::int64_t kRowsMinInner = 256;
-constexpr unsigned kRowsMaxGridY = 65535;
 
 template <int N>
 struct InnerStrides {
@@ -307,7 +306,7 @@ void launch_elementwise(cudaStream_t stream, F f, const StridedOperand* const* o
     for (int k = 0; k < N; ++k) step.s[k] = it.strides[k][last];
     const std::int64_t rows = outer.numel();
     const dim3 grid(static_cast<unsigned>(chunks),
-                    static_cast<unsigned>(rows < std::int64_t{kRowsMaxGridY} ? rows : std::int64_t{kRowsMaxGridY}));
+                    static_cast<unsigned>(rows < kMaxGridYZ ? rows : kMaxGridYZ));
     ew_rows_kernel<E, O, T0, T1, T2><<<grid, kRowsThreads, 0, stream>>>(e, outer, inner, step, rows);
     GENESIS_CUDA_CHECK_LAUNCH();
     return;

@@ -93,7 +93,7 @@ bool try_transpose(cudaStream_t stream, const StridedOperand& dst, const Strided
   if (rows < kTile / 2 || cols < kTile / 2) return false;  // thin: the strided path is as good
   const std::int64_t batch = it.ndim == 3 ? it.sizes[0] : 1;
   const std::int64_t tiles_c = (cols + kTile - 1) / kTile, tiles_r = (rows + kTile - 1) / kTile;
-  if (batch > 65535 || tiles_c * tiles_r > 0x7fffffff) return false;
+  if (batch > kMaxGridYZ || tiles_c * tiles_r > kMaxGridX) return false;
   const dim3 grid(static_cast<unsigned>(tiles_c * tiles_r), static_cast<unsigned>(batch));
   const dim3 block(kTile, kRows);
   const std::int64_t dst_bs = it.ndim == 3 ? it.strides[0][0] : 0, src_bs = it.ndim == 3 ? it.strides[1][0] : 0;

@@ -188,8 +188,6 @@ __global__ void __launch_bounds__(kRowThreads) gather_rows_kernel(char* out, con
 // loads +0.1% (not used: within noise).
 constexpr int kLeanRowThreads = 128;
 constexpr int kLeanRowBytes = 2048;
-constexpr unsigned kMaxGridY = 65535;
-constexpr std::int64_t kMaxGridX = 0x7fffffff;
 
 template <typename U>
 __global__ void __launch_bounds__(kLeanRowThreads)
@@ -359,7 +357,7 @@ bool try_gather_rows(cudaStream_t stream, const StridedOperand& out, const Strid
       const std::int64_t segs = (units + per_block - 1) / per_block;
       if (info.num == 1 && outer.ndim == 1) {
         const dim3 grid(static_cast<unsigned>(std::min(rows, kMaxGridX)),
-                        static_cast<unsigned>(std::min<std::int64_t>(segs, std::int64_t{kMaxGridY})));
+                        static_cast<unsigned>(std::min(segs, kMaxGridYZ)));
         auto* o = static_cast<char*>(out.data);
         const auto* s = static_cast<const char*>(src.data);
         auto launch = [&](auto tag) {

@@ -494,7 +494,7 @@ void launch_reduce(const LaunchScope& scope, int device, const StridedOperand& o
   std::int64_t splits = 1;
   if (blocks_x < wave && g.num_red > min_chunk) {
     splits = std::min<std::int64_t>(std::max<std::int64_t>(1, wave / blocks_x), (g.num_red + min_chunk - 1) / min_chunk);
-    splits = std::min<std::int64_t>(splits, 65535);
+    splits = std::min(splits, kMaxGridYZ);  // splits go in gridDim.y
   }
   g.chunk = (g.num_red + splits - 1) / splits;
   if (row_vec) g.chunk = (g.chunk + V - 1) / V * V;
