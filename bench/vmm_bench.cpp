@@ -23,6 +23,19 @@ double us_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
 }
 
+// Unmaps and releases the first `mapped` chunks of a run at `base`, then the
+// reservation of `total` bytes; returns the microseconds the chunks took.
+double release_run(std::uintptr_t base, std::size_t chunk, const std::vector<genesis::cuda::vmm::Handle>& handles,
+                   int mapped, std::size_t total) {
+  const auto t0 = Clock::now();
+  for (int i = 0; i < mapped; ++i)
+    genesis::cuda::vmm::unmap_and_release(base + static_cast<std::size_t>(i) * chunk, chunk,
+                                          handles[static_cast<std::size_t>(i)]);
+  const double us = us_since(t0);
+  genesis::cuda::vmm::free_reservation(base, total);
+  return us;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,11 +69,7 @@ int main(int argc, char** argv) {
     t0 = Clock::now();
     const bool access = mapped > 0 && vmm::set_access(0, base, static_cast<std::size_t>(mapped) * chunk);
     const double access_us = us_since(t0);
-    t0 = Clock::now();
-    for (int i = 0; i < mapped; ++i)
-      vmm::unmap_and_release(base + static_cast<std::size_t>(i) * chunk, chunk, handles[static_cast<std::size_t>(i)]);
-    const double release_us = us_since(t0);
-    vmm::free_reservation(base, total);
+    const double release_us = release_run(base, chunk, handles, mapped, total);
     if (mapped == 0) {
       std::printf("%-10zu out of memory\n", chunk);
       continue;
@@ -92,11 +101,7 @@ int main(int argc, char** argv) {
       }
     }
     const double map_us = us_since(t0);
-    t0 = Clock::now();
-    for (int i = 0; i < mapped; ++i)
-      vmm::unmap_and_release(base + static_cast<std::size_t>(i) * chunk, chunk, handles[static_cast<std::size_t>(i)]);
-    const double release_us = us_since(t0);
-    vmm::free_reservation(base, total);
+    const double release_us = release_run(base, chunk, handles, mapped, total);
     if (mapped == 0) continue;
     std::printf("%-10zu %14.2f %14.2f\n", chunk, map_us / mapped, release_us / mapped);
     std::printf("RESULT vmm_each chunk=%zu chunks=%d map_access_us=%.3f unmap_release_us=%.3f\n", chunk, mapped,

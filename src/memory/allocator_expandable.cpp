@@ -338,8 +338,10 @@ void CachingAllocator::map_chunk(Block* b, std::size_t bytes, std::size_t i, std
     ok = fits_cap() && upstream_->map_pages(addr, run, chunk_bytes);
     if (!ok && arena_limit_ > 1 && release_other_arenas()) ok = fits_cap() && upstream_->map_pages(addr, run, chunk_bytes);
     if (!ok && !capped && chunk > 1) {
-      map_chunk(b, bytes, i, j, 1);  // one large physical allocation may fail where pages still fit
-      return;
+      // One large physical allocation may fail where pages still fit: the
+      // cache is already released, so just ask again a page per chunk.
+      ok = upstream_->map_pages(addr, run, page_size_);
+      if (ok) chunk = 1;
     }
     if (!ok) {
       if (!capped) ++counters_.num_upstream_failures;

@@ -113,5 +113,25 @@ TEST_F(AllocatorChunksTest, ReleaseAtANewPeakTakesWholeFreeChunksOnly) {
   a.deallocate(z);
 }
 
+// A large physical allocation the device refuses even after the cache is
+// released is asked for again a page per chunk, without a second flush.
+TEST_F(AllocatorChunksTest, RefusedChunkIsMappedAPagePerChunk) {
+  sim_ = std::make_shared<SimulatedDevice>(4 * GiB);
+  AllocatorOptions o;
+  o.expandable_segments = AllocatorOptions::Expandable::kOn;
+  o.thread_cache = false;
+  o.arenas = 1;
+  o.chunk_pages = 64;
+  a_ = std::make_unique<CachingAllocator>(sim_, o);
+  sim_->fail_next_allocations(2);  // the chunk, and the chunk again after the flush
+  void* p = a_->allocate(40 * MiB);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(sim_->num_chunks_mapped(), 20u);
+  EXPECT_EQ(reserved(), static_cast<std::int64_t>(40 * MiB));
+  EXPECT_EQ(a_->stats().num_cache_flushes, 1);
+  a_->deallocate(p);
+  EXPECT_EQ(a_->compact(), 40 * MiB);  // page chunks are released like any others
+}
+
 }  // namespace
 }  // namespace genesis::memory
