@@ -178,6 +178,10 @@ ThreadCache* CachingAllocator::thread_cache_slow() noexcept {
       tc->ring.store(tc->ring_owner.get(), std::memory_order_release);
     }
     arena->caches_.push_back(tc);
+    // Note [Biased pool lock]: an arena of one thread is locked by it without
+    // atomic read-modify-writes; a second thread ends that for good.
+    if (arena->caches_.size() == 1) arena->mutex_.bias_to_caller();
+    else arena->mutex_.end_bias();
   } catch (...) {
     delete tc;
     return nullptr;  // no cache: this thread uses the slow path
@@ -205,6 +209,7 @@ void CachingAllocator::retire_thread_cache(ThreadCache* tc) {
   }
   if (tc->ring_owner) retired_rings_.push_back(std::move(tc->ring_owner));
   caches_.erase(std::remove(caches_.begin(), caches_.end(), tc), caches_.end());
+  mutex_.end_bias();  // its owner, if this thread was it, is gone
   update_peaks_locked();  // also moves the exited thread's share into the hot path's bases
   delete tc;
 }
@@ -253,6 +258,56 @@ void CachingAllocator::flush_thread_cache(ThreadCache* tc, int only_pool, const 
     out_bytes_pool_[p].store(out_bytes_pool_[p].load(std::memory_order_relaxed) - flushed[p], std::memory_order_relaxed);
   }
   out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - total, std::memory_order_relaxed);
+}
+
+// Note [Flush until fit]: before the small pool grows, the thread's cached
+// small blocks go back to it (Note [Thread caches and fragmentation]). All of
+// them used to: in `mixed` (random small sizes) the small pool then ran
+// out every ~570 pairs, each time a flush of ~100 blocks emptied the cache,
+// and the next small requests all missed until it filled again: 14% of
+// small requests took the lock. Now the blocks go back one at a time,
+// largest first, until one merges into a free block that fits, which is
+// then used (no second search); the rest stay cached. The pool still grows
+// only after every cached block is back, so parked blocks still never make
+// it take new memory. Measured on the dev box (2026-11-26, `mixed` on the host
+// upstream): small thread-cache hits 85.9% -> 95.8%, instructions per pair
+// 512 -> 460, reserved 636 -> 638 MiB (one 2 MiB small segment more); GPT-2
+// replay classic 1.146 -> 1.147 reserved/live (+2 MiB of 16.5 GB), 366 -> 359
+// instructions per event. The large pool keeps the whole flush and a best-fit
+// search: it parks at most a few blocks (Note [Parked large blocks]), and
+// taking the first merged fit there cost 6 MiB more on `mixed`.
+Block* CachingAllocator::flush_small_until_fit(ThreadCache* tc, StreamId stream, std::size_t rounded) {
+  detail::StreamCache* sc = nullptr;
+  for (auto& s : tc->streams)
+    if (s && s->stream == stream) sc = s.get();
+  if (sc == nullptr) return nullptr;
+  std::int64_t flushed = 0;
+  Block* fit = nullptr;
+  // Largest sizes first: they fit alone most often, and the smaller sizes
+  // that stay are the ones a thread asks for most.
+  for (std::size_t w = sc->small_mask.size(); w-- > 0 && fit == nullptr;) {
+    while (sc->small_mask[w] != 0 && fit == nullptr) {
+      const int top = 63 - std::countl_zero(sc->small_mask[w]);
+      detail::BlockList& list = sc->small[w * 64 + static_cast<std::size_t>(top)];
+      while (list.head != nullptr && fit == nullptr) {
+        Block* b = list.head;
+        list.head = b->cache_next;
+        b->cache_next = nullptr;
+        --list.count;
+        flushed += static_cast<std::int64_t>(b->size);
+        Block* merged = return_to_pool(b, /*touch=*/false);  // parked since its free: not a new use
+        if (merged->size >= rounded) fit = merged;
+      }
+      if (list.count == 0) sc->small_mask[w] &= ~(std::uint64_t{1} << top);  // the mask stays exact
+    }
+  }
+  if (flushed != 0) {
+    tc->cached_bytes[detail::kSmallPool].add(-flushed);
+    out_bytes_pool_[detail::kSmallPool].store(
+        out_bytes_pool_[detail::kSmallPool].load(std::memory_order_relaxed) - flushed, std::memory_order_relaxed);
+    out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - flushed, std::memory_order_relaxed);
+  }
+  return fit;
 }
 
 void CachingAllocator::reclaim_thread_caches(bool include_self) {
@@ -374,7 +429,7 @@ Block* CachingAllocator::take_block(Block* b, std::size_t rounded) {
   return b;
 }
 
-void CachingAllocator::return_to_pool(Block* b, bool touch) {
+Block* CachingAllocator::return_to_pool(Block* b, bool touch) {
   // Invariant: two free blocks are never neighbours, so at most one merge on
   // each side. A neighbour is of the same segment, hence stream: the merged
   // block goes to the table the neighbour left.
@@ -398,6 +453,7 @@ void CachingAllocator::return_to_pool(Block* b, bool touch) {
   }
   index_insert(b, owner);
   if (touch) b->segment->last_used_ns = detail::coarse_now_ns();
+  return b;
 }
 
 // Inline (moved here from allocator_stats.cpp): each has one caller below,
@@ -548,8 +604,13 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
     flush_thread_cache(tc, pool, &stream);
   b = find_free_block(pool, rounded, stream);
   if (b == nullptr && tc != nullptr && tc->cached_bytes[pool].get() != 0) {
-    flush_thread_cache(tc, pool, &stream);  // before growing: merged, parked blocks may fit
-    b = find_free_block(pool, rounded, stream);
+    // Before growing: merged, parked blocks may fit (Note [Flush until fit]).
+    if (pool == detail::kSmallPool) {
+      b = flush_small_until_fit(tc, stream, rounded);
+    } else {
+      flush_thread_cache(tc, pool, &stream);
+      b = find_free_block(pool, rounded, stream);
+    }
   }
   if (b == nullptr && thread_cached_total_locked() >= static_cast<std::int64_t>(rounded)) {
     reclaim_thread_caches(false);

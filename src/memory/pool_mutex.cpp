@@ -1,6 +1,8 @@
 // The contended half of PoolMutex (Note [Pool mutex] in pool_mutex.h).
 #include "genesis/memory/detail/pool_mutex.h"
 
+#include <thread>
+
 namespace genesis::memory::detail {
 
 namespace {
@@ -27,6 +29,50 @@ void PoolMutex::lock_contended() noexcept {
   // our unlock must wake one.
   while (state_.exchange(kContended, std::memory_order_acquire) != kUnlocked)
     state_.wait(kContended, std::memory_order_relaxed);
+}
+
+void PoolMutex::revoke() noexcept {
+  revoked_.store(kRevoked, std::memory_order_relaxed);
+  heavy_fence();
+  // The owner is at most one short critical section away from leaving.
+  while (in_section_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  holder_revoked_ = true;
+  ++revocations_;
+}
+
+bool PoolMutex::try_revoke() noexcept {
+  revoked_.store(kRevoked, std::memory_order_relaxed);
+  heavy_fence();
+  if (in_section_.load(std::memory_order_acquire) != 0) {
+    revoked_.store(off_requested_.load(std::memory_order_relaxed) ? kOff : kOpen, std::memory_order_release);
+    return false;
+  }
+  holder_revoked_ = true;
+  ++revocations_;
+  return true;
+}
+
+void PoolMutex::end_revocation() noexcept {
+  holder_revoked_ = false;
+  // kOff replaces kRevoked, which keeps the owner out already: no owner entry
+  // can slip in between.
+  const bool off = off_requested_.load(std::memory_order_relaxed) ||
+                   (revocations_ >= 64 && revocations_ * 256 > owner_entries_.load(std::memory_order_relaxed));
+  revoked_.store(off ? kOff : kOpen, std::memory_order_release);
+}
+
+void PoolMutex::end_bias() noexcept {
+  off_requested_.store(true, std::memory_order_relaxed);
+  if (owner_.load(std::memory_order_relaxed) == nullptr) {
+    // Never biased: nobody enters fast, so kOff can be stored directly.
+    if (!holder_revoked_) revoked_.store(kOff, std::memory_order_relaxed);
+    return;
+  }
+  if (holder_revoked_) return;  // end_revocation() stores kOff
+  // The owner itself (fast, or holding the futex): kOpen -> kOff. A holder
+  // waiting for it to leave has stored kRevoked and will store kOff on leaving.
+  std::uint32_t open = kOpen;
+  revoked_.compare_exchange_strong(open, kOff, std::memory_order_relaxed);
 }
 
 }  // namespace genesis::memory::detail

@@ -372,7 +372,9 @@ class CachingAllocator {
   // Maps pages [first, end) of b's segment as chunks of `chunk` pages; throws OOM.
   void map_chunk(Block* b, std::size_t bytes, std::size_t first, std::size_t end, std::size_t chunk);
   std::size_t mapped_in(const Block* b) const noexcept;
-  void return_to_pool(Block* b, bool touch = true);   // merge + index; touch: mark the segment used now
+  // Merge + index; touch: mark the segment used now. Returns the free block
+  // that b became part of.
+  Block* return_to_pool(Block* b, bool touch = true);
   // index_erase returns what index_insert takes as `like` for a block of the
   // same segment (FreeIndex::insert_like); null: a plain insert.
   void index_insert(Block* b, void* like = nullptr);
@@ -384,6 +386,10 @@ class CachingAllocator {
   // Mutex held, handshake done (or the owner calling). only_pool < 0 and
   // only_stream null: everything.
   void flush_thread_cache(detail::ThreadCache* tc, int only_pool = -1, const StreamId* only_stream = nullptr);
+  // Note [Flush until fit]: returns the stream's cached small blocks until
+  // one merges into a free block of >= rounded bytes (returned), or all are
+  // back (null). Mutex held, owner calling.
+  Block* flush_small_until_fit(detail::ThreadCache* tc, StreamId stream, std::size_t rounded);
   void reclaim_thread_caches(bool include_self);      // mutex held
   void synchronize_readers();                         // mutex held
   void enforce_cache_limit();
