@@ -44,7 +44,9 @@ bool PoolMutex::try_revoke() noexcept {
   revoked_.store(kRevoked, std::memory_order_relaxed);
   heavy_fence();
   if (in_section_.load(std::memory_order_acquire) != 0) {
-    revoked_.store(off_requested_.load(std::memory_order_relaxed) ? kOff : kOpen, std::memory_order_release);
+    // kOpen even if the bias should end: the owner is inside, so the next
+    // holder must wait for it (it stores kOff then).
+    revoked_.store(kOpen, std::memory_order_release);
     return false;
   }
   holder_revoked_ = true;
@@ -63,16 +65,15 @@ void PoolMutex::end_revocation() noexcept {
 
 void PoolMutex::end_bias() noexcept {
   off_requested_.store(true, std::memory_order_relaxed);
-  if (owner_.load(std::memory_order_relaxed) == nullptr) {
-    // Never biased: nobody enters fast, so kOff can be stored directly.
-    if (!holder_revoked_) revoked_.store(kOff, std::memory_order_relaxed);
-    return;
-  }
-  if (holder_revoked_) return;  // end_revocation() stores kOff
-  // The owner itself (fast, or holding the futex): kOpen -> kOff. A holder
-  // waiting for it to leave has stored kRevoked and will store kOff on leaving.
-  std::uint32_t open = kOpen;
-  revoked_.compare_exchange_strong(open, kOff, std::memory_order_relaxed);
+  // A holder that revoked stores kOff when it leaves (end_revocation).
+  if (holder_revoked_) return;
+  // The owner inside on its fast path must not store kOff itself: the next
+  // holder would then skip waiting for it to leave. That holder revokes as
+  // usual and, seeing off_requested_, stores kOff as it leaves.
+  if (owner_.load(std::memory_order_relaxed) == &tls_lock_token && fast_held_) return;
+  // Holding the futex lock with no owner inside (never biased, or the owner
+  // itself on its revoked path): no fast entry can be under way.
+  revoked_.store(kOff, std::memory_order_relaxed);
 }
 
 }  // namespace genesis::memory::detail

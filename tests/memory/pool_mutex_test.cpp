@@ -146,8 +146,15 @@ TEST(PoolMutexConcurrencyTest, EndBiasTurnsTheBiasOffForGood) {
   m.unlock();
   ASSERT_TRUE(m.biased_to_caller());
   m.lock();
-  m.end_bias();  // by the owner, inside
+  m.end_bias();  // by the owner, inside: only asks
   m.unlock();
+  // The next other holder waits for the owner as usual, then ends the bias.
+  EXPECT_TRUE(m.biased_to_caller());
+  std::thread other([&] {
+    m.lock();
+    m.unlock();
+  });
+  other.join();
   EXPECT_FALSE(m.biased_to_caller());
   m.lock();
   m.bias_to_caller();  // no second bias

@@ -32,12 +32,14 @@
 // Either the owner sees revoked != 0 or the other thread sees in_section == 1
 // (the membarrier orders the owner's store before its load), so the two never
 // run inside together. revoked == 2 turns the bias off for good: the owner
-// then always takes the futex lock. It is set when the owner's thread exits,
-// when a second thread joins the arena, and when other threads keep revoking
-// (each revocation is a membarrier, microseconds): after 64 revocations that
-// outnumber 1/256 of the owner's fast entries. It only ever replaces 1, which
-// already keeps the owner out, or is set by the owner itself, so no owner
-// entry can slip between it and the next holder.
+// then always takes the futex lock. It is asked for when the owner's thread
+// exits and when a second thread joins the arena, and taken when other threads
+// keep revoking (each revocation is a membarrier, microseconds): after 64
+// revocations that outnumber 1/256 of the owner's fast entries. It is stored
+// only by a futex holder while no owner can be inside: in place of its own
+// 1, or with no fast entry possible (never biased; the owner on its revoked
+// path). An owner inside on its fast path only asks; the next holder waits
+// for it as usual and then stores 2.
 // Without membarrier (GENESIS_NO_MEMBARRIER=1, old kernels) light_fence is a
 // full fence and the bias saves little, but stays correct.
 #pragma once
