@@ -172,6 +172,7 @@ ThreadCache* CachingAllocator::thread_cache_slow() noexcept {
   try {
     CachingAllocator* arena = arena_limit_ > 1 ? arena_for_new_thread() : this;
     tc = new ThreadCache(detail::this_thread_number(), arena);
+    tc->at_root = arena == this;  // this is the root here
     Lock lock(arena->mutex_);
     if (arena->recording_.load(std::memory_order_relaxed)) {
       tc->ring_owner = std::make_unique<detail::EventRing>(options_.event_capacity_per_thread);
@@ -278,8 +279,8 @@ void CachingAllocator::flush_thread_cache(ThreadCache* tc, int only_pool, const 
 // taking the first merged fit there cost 6 MiB more on `mixed`.
 Block* CachingAllocator::flush_small_until_fit(ThreadCache* tc, StreamId stream, std::size_t rounded) {
   detail::StreamCache* sc = nullptr;
-  for (auto& s : tc->streams)
-    if (s && s->stream == stream) sc = s.get();
+  for (detail::StreamCache* s : tc->streams)
+    if (s != nullptr && s->stream == stream) sc = s;
   if (sc == nullptr) return nullptr;
   std::int64_t flushed = 0;
   Block* fit = nullptr;
@@ -563,7 +564,7 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
     // (For the current stream the hot path's pop missed already; a reclaim
     // that made it skip the pop has emptied the cache since.)
     if (detail::StreamCache* sc = tc->cache_for(stream); sc != nullptr) {
-      tc->current = sc;
+      tc->set_current(sc);
       b = sc->pop(rounded);
       if (b != nullptr) {
         note_alloc_hot(tc, b, bytes);

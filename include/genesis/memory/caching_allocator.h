@@ -521,11 +521,21 @@ const char* intern_location(const std::string& text);
 // Hot path. Kept inline and tiny: a thread-local lookup, a pop or a push, and
 // a few owned counters. Everything else is out of line.
 
-// The hot path runs on the thread's own arena, tc->owner (Note [Arenas]):
-// `this` for the root's threads, one load more for everyone.
+// The hot path runs on the thread's own arena, tc->owner (Note [Arenas]).
+// Note [Arena dispatch]: for the root's threads that is `this`, and the hot
+// path is inlined once for `this` and once for another arena: on the branch
+// for `this` (a flag, tc->at_root), the arena's fields (the pointer map, the
+// options) are read from a register instead of after the load of tc->owner,
+// which the branch predictor resolves ahead. With `tc->owner == this` as the
+// test, gcc used the loaded owner on both branches. On the GPU machines' CPUs each dependent L1 load
+// costs ~3 ns (bench/RESULTS.md, machine_probe), and deallocate's chain was
+// tc -> owner -> map table -> slot -> block.
 inline CachingAllocator::Block* CachingAllocator::allocate_block(std::size_t bytes, StreamId stream) {
   detail::ThreadCache* tc = thread_cache();
-  if (GENESIS_LIKELY(tc != nullptr)) return tc->owner->allocate_in(tc, bytes, stream);
+  if (GENESIS_LIKELY(tc != nullptr)) {
+    if (GENESIS_LIKELY(tc->at_root)) return allocate_in(tc, bytes, stream);
+    return tc->owner->allocate_in(tc, bytes, stream);
+  }
   return allocate_slow(bytes, stream);
 }
 
@@ -536,8 +546,8 @@ inline CachingAllocator::Block* CachingAllocator::allocate_in(detail::ThreadCach
     const std::size_t rounded = detail::round_size(bytes);
     tc->active.store(1, std::memory_order_relaxed);
     detail::light_fence(asymmetric_);
-    if (GENESIS_LIKELY(tc->reclaim.load(std::memory_order_acquire) == 0 && tc->current->stream == stream)) {
-      detail::StreamCache* sc = tc->current;
+    detail::StreamCache* sc = tc->hot_stream_cache();  // Note [Primary stream cache]
+    if (GENESIS_LIKELY(tc->reclaim.load(std::memory_order_acquire) == 0 && sc->stream == stream)) {
       Block* b;
       if (rounded <= detail::kSmallLimit) {
         // The exact size or a near fit (Note [Near fits]) in one search.
@@ -599,7 +609,10 @@ inline void CachingAllocator::note_alloc_hot(detail::ThreadCache* tc, Block* b, 
 inline void CachingAllocator::free_block(Block* b) {
   if (b == nullptr) return;
   detail::ThreadCache* tc = thread_cache();
-  if (GENESIS_LIKELY(tc != nullptr)) return tc->owner->free_block_in(tc, b);
+  if (GENESIS_LIKELY(tc != nullptr)) {
+    if (GENESIS_LIKELY(tc->at_root)) return free_block_in(tc, b);  // Note [Arena dispatch]
+    return tc->owner->free_block_in(tc, b);
+  }
   free_slow(b, false, b->ptr());
 }
 
@@ -620,7 +633,10 @@ inline void CachingAllocator::free_block_in(detail::ThreadCache* tc, Block* b) {
 inline void CachingAllocator::deallocate(void* ptr) {
   if (ptr == nullptr) return;
   detail::ThreadCache* tc = thread_cache();
-  if (GENESIS_LIKELY(tc != nullptr)) return tc->owner->deallocate_in(tc, ptr);
+  if (GENESIS_LIKELY(tc != nullptr)) {
+    if (GENESIS_LIKELY(tc->at_root)) return deallocate_in(tc, ptr);  // Note [Arena dispatch]
+    return tc->owner->deallocate_in(tc, ptr);
+  }
   free_slow(nullptr, true, ptr);
 }
 
@@ -647,7 +663,7 @@ inline void CachingAllocator::deallocate_in(detail::ThreadCache* tc, void* ptr) 
 // (the caller takes the slow path, which also reports misuse).
 inline CachingAllocator::Block* CachingAllocator::hot_free_path(detail::ThreadCache* tc, Block* b) noexcept {
   if (GENESIS_UNLIKELY(b->load_state() != detail::BlockState::kAllocated || b->stream_uses != nullptr)) return b;
-  detail::StreamCache* sc = tc->current;
+  detail::StreamCache* sc = tc->hot_stream_cache();  // Note [Primary stream cache]
   if (GENESIS_UNLIKELY(sc->stream != b->stream)) return b;
   const std::int64_t size = static_cast<std::int64_t>(b->size);
   if (GENESIS_UNLIKELY(tc->cached_total() + size > static_cast<std::int64_t>(thread_cache_limit()))) return b;

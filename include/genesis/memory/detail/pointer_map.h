@@ -42,69 +42,69 @@ class PointerMap {
 
   /// Lock-free. Returns the block whose address is exactly `addr`, or null.
   Block* find(std::uintptr_t addr) const noexcept {
-    const Table* t = table_.load(std::memory_order_acquire);
-    std::size_t i = hash(addr, t->shift);
+    const View t = view(table_.load(std::memory_order_acquire));
+    std::size_t i = hash(addr, t.shift);
     for (;;) {
-      const Slot& s = t->slots[i];
+      const Slot& s = t.slots[i];
       std::uintptr_t k = s.key.load(std::memory_order_acquire);
       if (k == addr) {
         Block* b = s.value.load(std::memory_order_relaxed);
         return (b != nullptr && b->addr == addr) ? b : nullptr;
       }
       if (k == kEmpty) return nullptr;
-      i = (i + 1) & t->mask;
+      i = (i + 1) & t.mask;
     }
   }
 
   /// Writers: call with the allocator mutex held. Inline (a rebuild is out
   /// of line): every split and merge of the pool makes one of these.
   void insert(std::uintptr_t addr, Block* block) {
-    Table* t = table_.load(std::memory_order_relaxed);
+    View t = view(table_.load(std::memory_order_relaxed));
     // Keep the load under 1/2 so probes stay short.
-    if ((count_ + 1) * 2 > t->mask + 1) {
-      rebuild(2 * (t->mask + 1));
-      t = table_.load(std::memory_order_relaxed);
+    if ((count_ + 1) * 2 > t.mask + 1) {
+      rebuild(2 * (t.mask + 1));
+      t = view(table_.load(std::memory_order_relaxed));
     }
-    std::size_t i = hash(addr, t->shift);
+    std::size_t i = hash(addr, t.shift);
     for (;;) {
-      const std::uintptr_t k = t->slots[i].key.load(std::memory_order_relaxed);
+      const std::uintptr_t k = t.slots[i].key.load(std::memory_order_relaxed);
       if (k == addr) {  // re-insert of a live key: just update the value
-        t->slots[i].value.store(block, std::memory_order_release);
+        t.slots[i].value.store(block, std::memory_order_release);
         return;
       }
       if (k == kEmpty) break;
-      i = (i + 1) & t->mask;
+      i = (i + 1) & t.mask;
     }
-    t->slots[i].value.store(block, std::memory_order_relaxed);
-    t->slots[i].key.store(addr, std::memory_order_release);
+    t.slots[i].value.store(block, std::memory_order_relaxed);
+    t.slots[i].key.store(addr, std::memory_order_release);
     ++count_;
   }
   /// Note [Pointer map deletion].
   void erase(std::uintptr_t addr) noexcept {
-    Table* t = table_.load(std::memory_order_relaxed);
-    std::size_t hole = hash(addr, t->shift);
+    const View t = view(table_.load(std::memory_order_relaxed));
+    std::size_t hole = hash(addr, t.shift);
     for (;;) {
-      const std::uintptr_t k = t->slots[hole].key.load(std::memory_order_relaxed);
+      const std::uintptr_t k = t.slots[hole].key.load(std::memory_order_relaxed);
       if (k == addr) break;
       if (k == kEmpty) return;
-      hole = (hole + 1) & t->mask;
+      hole = (hole + 1) & t.mask;
     }
     // Every key after the hole up to the next empty slot whose home slot does
     // not lie cyclically in (hole, j] may move into the hole (its probe from
     // home passes the hole), which then moves to j.
-    for (std::size_t j = (hole + 1) & t->mask;; j = (j + 1) & t->mask) {
-      const std::uintptr_t k = t->slots[j].key.load(std::memory_order_relaxed);
+    for (std::size_t j = (hole + 1) & t.mask;; j = (j + 1) & t.mask) {
+      const std::uintptr_t k = t.slots[j].key.load(std::memory_order_relaxed);
       if (k == kEmpty) break;
-      const std::size_t home = hash(k, t->shift);
-      if (((j - home) & t->mask) >= ((j - hole) & t->mask)) {
+      const std::size_t home = hash(k, t.shift);
+      if (((j - home) & t.mask) >= ((j - hole) & t.mask)) {
         // Value first, then key (release), as in insert.
-        t->slots[hole].value.store(t->slots[j].value.load(std::memory_order_relaxed), std::memory_order_relaxed);
-        t->slots[hole].key.store(k, std::memory_order_release);
+        t.slots[hole].value.store(t.slots[j].value.load(std::memory_order_relaxed), std::memory_order_relaxed);
+        t.slots[hole].key.store(k, std::memory_order_release);
         hole = j;
       }
     }
-    t->slots[hole].value.store(nullptr, std::memory_order_relaxed);
-    t->slots[hole].key.store(kEmpty, std::memory_order_release);
+    t.slots[hole].value.store(nullptr, std::memory_order_relaxed);
+    t.slots[hole].key.store(kEmpty, std::memory_order_release);
     --count_;
   }
   std::size_t size() const noexcept { return count_; }
@@ -117,26 +117,41 @@ class PointerMap {
  private:
   static constexpr std::uintptr_t kEmpty = 0;
 
+ public:  // for a static_assert in pointer_map.cpp
   struct Slot {
     std::atomic<std::uintptr_t> key{kEmpty};
     std::atomic<Block*> value{nullptr};
   };
-  struct Table {
-    std::size_t mask;
+
+ private:
+  // Note [Tagged table word]: the table is one word, the slot array's
+  // address (64-byte aligned) with the hash shift in its low six bits, so a
+  // lookup reads the slots straight from it: a table header in between made
+  // every deallocate wait for one more dependent load, ~3 ns on the GPU
+  // machines' CPUs (bench/RESULTS.md, machine_probe: an L1 pointer chase).
+  // capacity = 2^(64 - shift), mask = ~0 >> shift.
+  static constexpr std::uintptr_t kShiftBits = 63;
+  struct View {
+    Slot* slots;
     int shift;
-    std::unique_ptr<Slot[]> slots;
+    std::size_t mask;
   };
+  static View view(std::uintptr_t word) noexcept {
+    const int shift = static_cast<int>(word & kShiftBits);
+    return View{reinterpret_cast<Slot*>(word & ~kShiftBits), shift, ~std::size_t{0} >> shift};
+  }
 
   static std::size_t hash(std::uintptr_t addr, int shift) noexcept {
     // Fibonacci hashing of the 512-byte granule number.
     return static_cast<std::size_t>(((addr >> 9) * 0x9E3779B97F4A7C15ull) >> shift);
   }
-  static Table* make_table(std::size_t capacity);
+  static std::uintptr_t make_table(std::size_t capacity);  // a tagged word
+  static void free_table(std::uintptr_t word) noexcept;
   void rebuild(std::size_t capacity);
 
-  std::atomic<Table*> table_;
-  std::size_t count_ = 0;       // live keys
-  std::vector<Table*> retired_;
+  std::atomic<std::uintptr_t> table_;  // Note [Tagged table word]
+  std::size_t count_ = 0;              // live keys
+  std::vector<std::uintptr_t> retired_;
 };
 
 }  // namespace genesis::memory::detail
