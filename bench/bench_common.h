@@ -23,6 +23,9 @@
 //                  speedup = ns_per_pair(1 thread) / ns_per_pair(N threads).
 //   threads_mixed  the same with the mixed pattern (each thread its own 64
 //                  live allocations and its own sequence).
+//   threads_*_window  the same, each thread running for a fixed window
+//                  instead of a fixed number of pairs (aggregate throughput
+//                  not bounded by the slowest thread: see run_threads).
 // Timing: std::chrono::steady_clock around whole loops. A calibration pass
 // (batches of 1, 2, 4, ... pairs until one batch takes a few ms) doubles as
 // the warm-up, so segments are reserved and caches hot before timing; the
@@ -40,6 +43,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <barrier>
 #include <cerrno>
 #include <chrono>
@@ -704,12 +708,24 @@ inline void pin_to_cpu(int cpu) {
 
 /// Runs `nthreads` threads, each with its own adaptor from make_worker(tid)
 /// (created on that thread), in lockstep: warm-up, then per repetition a
-/// start barrier, `pairs` pairs of the pattern, an end barrier. Returns the
-/// wall time per pair over all threads (median over repetitions).
+/// start barrier, the pattern, an end barrier. Returns the wall time per pair
+/// over all threads (median over repetitions). The pattern is either
+///   fixed work (window_ns == 0): `pairs` pairs per thread, so the wall time
+///     is the slowest thread's; or
+///   a fixed window (window_ns > 0): every thread runs chunks of pairs until
+///     the window ends, and the pairs of all threads are counted. On the GPU
+///     machines the vCPUs run at different speeds from second to second, and
+///     with fixed work 8 threads waited for the slowest one: 4.7-5.6x at
+///     ~5 ns per pair together while single threads read 24-41 ns by CPU
+///     and minute (bench/RESULTS.md, eleventh session).
 /// Throws std::runtime_error if a worker failed.
 template <class MakeWorker>
 Timing run_threads(MakeWorker&& make_worker, int nthreads, bool mixed, std::uint64_t pairs, int reps,
-                   const std::vector<MixedSequence>& seqs) {
+                   const std::vector<MixedSequence>& seqs, double window_ns = 0) {
+  constexpr std::uint64_t kChunk = 256;  // pairs between looks at the stop flag (~6 us)
+  const bool window = window_ns > 0;
+  std::atomic<bool> stop{false};
+  std::vector<std::uint64_t> done(static_cast<std::size_t>(nthreads), 0);
   std::barrier<> bar(nthreads + 1);
   std::mutex err_mu;
   std::string error;
@@ -744,10 +760,19 @@ Timing run_threads(MakeWorker&& make_worker, int nthreads, bool mixed, std::uint
           bar.arrive_and_wait();  // start
           if (ok) {
             try {
-              if (mixed) {
-                st->run(pairs);
+              auto run = [&](std::uint64_t n) {
+                if (mixed) {
+                  st->run(n);
+                } else {
+                  hot_loop(w, kThreadHotSize, n);
+                }
+              };
+              if (window) {
+                std::uint64_t n = 0;
+                for (; !stop.load(std::memory_order_relaxed); n += kChunk) run(kChunk);
+                done[static_cast<std::size_t>(tid)] = n;
               } else {
-                hot_loop(w, kThreadHotSize, pairs);
+                run(pairs);
               }
             } catch (const std::exception& e) {
               fail(e.what());
@@ -779,10 +804,20 @@ Timing run_threads(MakeWorker&& make_worker, int nthreads, bool mixed, std::uint
   std::vector<double> v;
   bar.arrive_and_wait();  // ready
   for (int r = 0; r < reps; ++r) {
+    stop.store(false, std::memory_order_relaxed);  // the barrier publishes it
     const auto t0 = Clock::now();
     bar.arrive_and_wait();  // start
+    if (window) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<std::int64_t>(window_ns)));
+      stop.store(true, std::memory_order_relaxed);
+    }
     bar.arrive_and_wait();  // end
-    v.push_back(elapsed_ns(t0, Clock::now()) / (static_cast<double>(pairs) * nthreads));
+    double total = static_cast<double>(pairs) * nthreads;
+    if (window) {
+      total = 0;
+      for (std::uint64_t n : done) total += static_cast<double>(n);
+    }
+    v.push_back(elapsed_ns(t0, Clock::now()) / std::max(total, 1.0));
   }
   for (auto& t : threads) t.join();
   if (!error.empty()) throw std::runtime_error("worker thread failed: " + error);
@@ -823,30 +858,35 @@ void run_thread_suite(MakeWorker&& make_worker, const Config& cfg, Reporter& rep
       }
     }
     // Same pairs per thread for every thread count; budget for the largest,
-    // assuming no parallelism at all.
+    // assuming no parallelism at all. The windowed runs (pattern name
+    // + "_window", see run_threads) last what one thread's fixed work does.
     const std::uint64_t pairs = cfg.iterations(cfg.thread_pairs, est, max_threads);
-    double base = -1;
-    for (int n : counts) {
-      Timing t;
-      try {
-        t = run_threads(make_worker, n, mixed, pairs, cfg.thread_reps, seqs);
-      } catch (const std::exception& e) {
-        rep.note(std::string(name) + " threads=" + std::to_string(n) + " failed: " + e.what());
-        continue;
+    for (const bool windowed : {false, true}) {
+      const std::string pattern = std::string(name) + (windowed ? "_window" : "");
+      const double window_ns = windowed ? std::max(est * static_cast<double>(pairs), 1e6) : 0;
+      double base = -1;
+      for (int n : counts) {
+        Timing t;
+        try {
+          t = run_threads(make_worker, n, mixed, pairs, cfg.thread_reps, seqs, window_ns);
+        } catch (const std::exception& e) {
+          rep.note(pattern + " threads=" + std::to_string(n) + " failed: " + e.what());
+          continue;
+        }
+        if (n == 1) base = t.median;
+        Result r;
+        r.labels = labels;
+        r.labels.emplace_back("pattern", pattern);
+        r.labels.emplace_back("size", mixed ? std::string("mixed") : std::to_string(kThreadHotSize));
+        r.labels.emplace_back("threads", std::to_string(n));
+        r.ns_per_pair = t.median;
+        r.min_ns = t.min;
+        r.max_ns = t.max;
+        r.iters = pairs;
+        r.reps = cfg.thread_reps;
+        r.speedup = base > 0 ? base / t.median : -1;
+        rep.add(std::move(r));
       }
-      if (n == 1) base = t.median;
-      Result r;
-      r.labels = labels;
-      r.labels.emplace_back("pattern", name);
-      r.labels.emplace_back("size", mixed ? std::string("mixed") : std::to_string(kThreadHotSize));
-      r.labels.emplace_back("threads", std::to_string(n));
-      r.ns_per_pair = t.median;
-      r.min_ns = t.min;
-      r.max_ns = t.max;
-      r.iters = pairs;
-      r.reps = cfg.thread_reps;
-      r.speedup = base > 0 ? base / t.median : -1;
-      rep.add(std::move(r));
     }
   }
 }

@@ -132,6 +132,12 @@ for pat, size, what in (("threads_hot", str(MiB), "hot 1 MiB"), ("threads_mixed"
     for n in ("1", "4", "8"):
         goal = ("speedup", 6.0) if n == "8" else (None, None)
         ROWS.append((f"{n} thr {what}", pat, size, n) + goal)
+    # The same with every thread running for a fixed window (pairs of all
+    # threads counted) instead of a fixed number of pairs, whose wall time is
+    # the slowest thread's (bench_common.h, run_threads).
+    for n in ("1", "8"):
+        goal = ("speedup", 6.0) if n == "8" else (None, None)
+        ROWS.append((f"{n} thr {what}, fixed window", pat + "_window", size, n) + goal)
 
 
 def find(sel, pattern, size, threads):
