@@ -251,14 +251,14 @@ void CachingAllocator::flush_thread_cache(ThreadCache* tc, int only_pool, const 
     }
     if (only_stream != nullptr) break;  // one cache per stream
   }
-  const std::int64_t total = flushed[0] + flushed[1];
-  if (total == 0) return;  // blocks are never empty: nothing was flushed
-  for (int p = 0; p < detail::kNumPools; ++p) {
-    if (flushed[p] == 0) continue;
-    tc->cached_bytes[p].add(-flushed[p]);
-    out_bytes_pool_[p].store(out_bytes_pool_[p].load(std::memory_order_relaxed) - flushed[p], std::memory_order_relaxed);
-  }
-  out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - total, std::memory_order_relaxed);
+  for (int p = 0; p < detail::kNumPools; ++p) uncount_flushed(tc, static_cast<PoolId>(p), flushed[p]);
+}
+
+void CachingAllocator::uncount_flushed(ThreadCache* tc, PoolId pool, std::int64_t bytes) {
+  if (bytes == 0) return;  // blocks are never empty: nothing was flushed
+  tc->cached_bytes[pool].add(-bytes);
+  out_bytes_pool_[pool].store(out_bytes_pool_[pool].load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
+  out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
 }
 
 // Note [Flush until fit]: before the small pool grows, the thread's cached
@@ -302,12 +302,7 @@ Block* CachingAllocator::flush_small_until_fit(ThreadCache* tc, StreamId stream,
       if (list.count == 0) sc->small_mask[w] &= ~(std::uint64_t{1} << top);  // the mask stays exact
     }
   }
-  if (flushed != 0) {
-    tc->cached_bytes[detail::kSmallPool].add(-flushed);
-    out_bytes_pool_[detail::kSmallPool].store(
-        out_bytes_pool_[detail::kSmallPool].load(std::memory_order_relaxed) - flushed, std::memory_order_relaxed);
-    out_bytes_total_.store(out_bytes_total_.load(std::memory_order_relaxed) - flushed, std::memory_order_relaxed);
-  }
+  uncount_flushed(tc, detail::kSmallPool, flushed);
   return fit;
 }
 

@@ -3,7 +3,6 @@
 #include <bit>
 #include <cstdlib>
 #include <new>
-#include <type_traits>
 
 namespace genesis::memory::detail {
 
@@ -23,11 +22,8 @@ std::uintptr_t PointerMap::make_table(std::size_t capacity) {
   return reinterpret_cast<std::uintptr_t>(slots) | static_cast<std::uintptr_t>(shift);
 }
 
-static_assert(std::is_trivially_destructible_v<PointerMap::Slot>);
-
 void PointerMap::free_table(std::uintptr_t word) noexcept {
-  // Slot is trivially destructible (two atomics of scalars).
-  std::free(view(word).slots);
+  std::free(view(word).slots);  // Slot is trivially destructible (static_assert in the header)
 }
 
 PointerMap::PointerMap() : table_(make_table(kInitialCapacity)) {}

@@ -193,43 +193,31 @@ TEST(PoolMutexConcurrencyTest, EndBiasByAnotherHolder) {
 // Other threads that keep revoking turn the bias off (each revocation is a
 // membarrier): after 64 revocations that outnumber 1/256 of the owner's
 // entries.
-TEST(PoolMutexConcurrencyTest, FrequentRevocationsEndTheBias) {
+// The owner enters `owner_entries` times, then another thread takes the lock
+// `other_entries` times (each a revocation while the bias lasts). Returns
+// whether the owner is still biased.
+bool bias_survives(int owner_entries, int other_entries) {
   PoolMutex m;
   m.lock();
   m.bias_to_caller();
   m.unlock();
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < owner_entries; ++i) {
     m.lock();
     m.unlock();
   }
   std::thread other([&] {
-    for (int i = 0; i < 100; ++i) {
+    for (int i = 0; i < other_entries; ++i) {
       m.lock();
       m.unlock();
     }
   });
   other.join();
-  EXPECT_FALSE(m.biased_to_caller());
+  return m.biased_to_caller();
 }
 
-TEST(PoolMutexConcurrencyTest, RareRevocationsKeepTheBias) {
-  PoolMutex m;
-  m.lock();
-  m.bias_to_caller();
-  m.unlock();
-  for (int i = 0; i < 100000; ++i) {
-    m.lock();
-    m.unlock();
-  }
-  std::thread other([&] {
-    for (int i = 0; i < 100; ++i) {
-      m.lock();
-      m.unlock();
-    }
-  });
-  other.join();
-  EXPECT_TRUE(m.biased_to_caller());
-}
+TEST(PoolMutexConcurrencyTest, FrequentRevocationsEndTheBias) { EXPECT_FALSE(bias_survives(10, 100)); }
+
+TEST(PoolMutexConcurrencyTest, RareRevocationsKeepTheBias) { EXPECT_TRUE(bias_survives(100000, 100)); }
 
 // Without membarrier the owner's entry uses a full fence (Note [Biased pool
 // lock]); the decision is made once per process, so run the exclusion tests

@@ -390,6 +390,8 @@ class CachingAllocator {
   // one merges into a free block of >= rounded bytes (returned), or all are
   // back (null). Mutex held, owner calling.
   Block* flush_small_until_fit(detail::ThreadCache* tc, StreamId stream, std::size_t rounded);
+  // After a flush: `bytes` of `pool` left tc's cache and went back to the pool.
+  void uncount_flushed(detail::ThreadCache* tc, detail::PoolId pool, std::int64_t bytes);
   void reclaim_thread_caches(bool include_self);      // mutex held
   void synchronize_readers();                         // mutex held
   void enforce_cache_limit();
@@ -527,9 +529,9 @@ const char* intern_location(const std::string& text);
 // for `this` (a flag, tc->at_root), the arena's fields (the pointer map, the
 // options) are read from a register instead of after the load of tc->owner,
 // which the branch predictor resolves ahead. With `tc->owner == this` as the
-// test, gcc used the loaded owner on both branches. On the GPU machines' CPUs each dependent L1 load
-// costs ~3 ns (bench/RESULTS.md, machine_probe), and deallocate's chain was
-// tc -> owner -> map table -> slot -> block.
+// test, gcc used the loaded owner on both branches. On the GPU machines'
+// CPUs each dependent L1 load costs ~3 ns (bench/RESULTS.md, machine_probe),
+// and deallocate's chain was tc -> owner -> map table -> slot -> block.
 inline CachingAllocator::Block* CachingAllocator::allocate_block(std::size_t bytes, StreamId stream) {
   detail::ThreadCache* tc = thread_cache();
   if (GENESIS_LIKELY(tc != nullptr)) {

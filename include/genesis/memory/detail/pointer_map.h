@@ -26,7 +26,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "genesis/memory/detail/block.h"
@@ -117,13 +117,13 @@ class PointerMap {
  private:
   static constexpr std::uintptr_t kEmpty = 0;
 
- public:  // for a static_assert in pointer_map.cpp
   struct Slot {
     std::atomic<std::uintptr_t> key{kEmpty};
     std::atomic<Block*> value{nullptr};
   };
-
- private:
+  // Tables are freed with std::free (make_table/free_table) without running
+  // destructors.
+  static_assert(std::is_trivially_destructible_v<Slot>);
   // Note [Tagged table word]: the table is one word, the slot array's
   // address (64-byte aligned) with the hash shift in its low six bits, so a
   // lookup reads the slots straight from it: a table header in between made

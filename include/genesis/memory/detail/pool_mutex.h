@@ -76,12 +76,15 @@ class PoolMutex {
   /// Never waits, not even for a biased owner to leave: two arenas out of
   /// memory at once try each other's locks (allocator_arenas.cpp).
   bool try_lock() noexcept {
-    if (owner_.load(std::memory_order_relaxed) == &tls_lock_token && enter_as_owner()) return true;
+    const char* const owner = owner_.load(std::memory_order_relaxed);
+    if (owner == &tls_lock_token && enter_as_owner()) return true;
     std::uint32_t expected = kUnlocked;
     if (!state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire, std::memory_order_relaxed))
       return false;
-    if (owner_.load(std::memory_order_relaxed) != &tls_lock_token && owner_.load(std::memory_order_relaxed) != nullptr &&
-        revoked_.load(std::memory_order_relaxed) == kOpen && !try_revoke()) {
+    // owner_ is set once, under the lock, so the value read above still holds
+    // unless it was null (then no owner can be inside yet either).
+    if (owner != &tls_lock_token && owner != nullptr && revoked_.load(std::memory_order_relaxed) == kOpen &&
+        !try_revoke()) {
       unlock_futex();
       return false;
     }
