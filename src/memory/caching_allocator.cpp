@@ -240,6 +240,7 @@ void CachingAllocator::flush_thread_cache(ThreadCache* tc, int only_pool, const 
         }
         sc->small_mask[w] = 0;
       }
+      sc->small_words = 0;
     }
     if (only_pool != detail::kSmallPool) {
       for (std::uint64_t bits = sc->large_mask; bits != 0; bits &= bits - 1) {
@@ -299,8 +300,9 @@ Block* CachingAllocator::flush_small_until_fit(ThreadCache* tc, StreamId stream,
         Block* merged = return_to_pool(b, /*touch=*/false);  // parked since its free: not a new use
         if (merged->size >= rounded) fit = merged;
       }
-      if (list.count == 0) sc->small_mask[w] &= ~(std::uint64_t{1} << top);  // the mask stays exact
+      if (list.count == 0) sc->small_mask[w] &= ~(std::uint64_t{1} << top);  // the masks stay exact
     }
+    if (sc->small_mask[w] == 0) sc->small_words &= ~(std::uint64_t{1} << w);
   }
   uncount_flushed(tc, detail::kSmallPool, flushed);
   return fit;
@@ -560,7 +562,7 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
     // that made it skip the pop has emptied the cache since.)
     if (detail::StreamCache* sc = tc->cache_for(stream); sc != nullptr) {
       tc->set_current(sc);
-      b = sc->pop(rounded);
+      b = sc->pop(rounded, tc->num_allocs[detail::kSmallPool]);
       if (b != nullptr) {
         note_alloc_hot(tc, b, bytes);
         if (map_.has_retired()) synchronize_readers();

@@ -553,8 +553,7 @@ inline CachingAllocator::Block* CachingAllocator::allocate_in(detail::ThreadCach
       Block* b;
       if (rounded <= detail::kSmallLimit) {
         // The exact size or a near fit (Note [Near fits]) in one search.
-        const std::size_t i = rounded >> detail::kAlignShift;
-        b = sc->pop_small(i, std::min(i + ((i * near_mul_) >> 32), detail::kNumSmallBins - 1));
+        b = sc->pop_small(rounded >> detail::kAlignShift, near_mul_, tc->num_allocs[detail::kSmallPool]);
       } else {
         b = sc->pop_large(rounded);
       }

@@ -73,56 +73,139 @@ struct alignas(64) StreamCache {
   // lazily cleared marks made a near-fit search load the (cold) heads of
   // every size popped empty since the last flush, ~10% of `mixed`.
   // large_mask is lazily cleared (only the flush reads it).
+  // small_words summarises the mask, loosely:
+  //   small_mask[w] != 0  =>  bit w of small_words set
+  // (set on push; a word popped empty keeps its bit until a search meets
+  // it), so that a near-fit search finds the next non-empty word with one
+  // bit scan instead of a loop (near_fit), and the exact-hit pop does not
+  // pay for it.
   static constexpr std::size_t kMaskWords = (kNumSmallBins + 63) / 64;
+  static_assert(kMaskWords < 64, "small_words summarises the mask in one word");
   std::array<std::uint64_t, kMaskWords> small_mask{};
+  std::uint64_t small_words = 0;
+  static constexpr std::uint64_t kNoWord = std::uint64_t{1} << 63;
   std::uint64_t large_mask = 0;
   // Blocks in the large lists (Note [Parked large blocks]): pushes add,
   // pop_large and flushes take away.
   std::uint32_t large_blocks = 0;
+  // Note [Adaptive near-fit search]: which search pop_small runs, and its
+  // bookkeeping, on a clock the caller passes (the thread's count of small
+  // thread-cache allocations): mode_events counts exact misses in exact
+  // mode, exact hits in branch-free mode, since mode_window_start.
+  bool exact_mode = true;
+  std::uint32_t mode_events = 0;
+  std::int64_t mode_window_start = 0;
+  static constexpr std::int64_t kModeWindow = 64;      // allocations per decision
+  static constexpr std::uint32_t kModeMisses = 16;     // exact misses in a window: branch-free mode
+  static constexpr std::uint32_t kModeExactHits = 56;  // exact hits in a window: exact mode again
 
   static std::size_t large_hash(std::size_t size) noexcept {
     return static_cast<std::size_t>(((size >> kAlignShift) * 0x9E3779B97F4A7C15ull) >> 58);  // 64 slots
   }
 
-  /// Pops a block of exactly `rounded` bytes, or null.
-  Block* pop(std::size_t rounded) noexcept {
-    if (rounded <= kSmallLimit) {
-      const std::size_t i = rounded >> kAlignShift;
-      return pop_small(i, i);
-    }
+  /// Pops a block of exactly `rounded` bytes, or null. `clock`: as for
+  /// pop_small.
+  Block* pop(std::size_t rounded, const OwnedCounter& clock) noexcept {
+    if (rounded <= kSmallLimit) return pop_small(rounded >> kAlignShift, 0, clock);
     return pop_large(rounded);
   }
 
-  /// Pops a block of the small bins first..last (inclusive; bin i holds
-  /// blocks of i * 512 bytes): the smallest non-empty one, or null. With
-  /// first == last an exact pop; with last > first the exact size or its
-  /// near fits in one search (Note [Near fits]). Owner thread only.
-  /// Inline: the hot path of every small allocation. It replaced an exact
-  /// pop followed, on a miss (about half of `mixed`'s small requests), by an
-  /// out-of-line near-fit search that divided by N (bench/RESULTS.md,
-  /// 2026-11-25: with parked large blocks, -4.8% instructions per `mixed` pair).
-  Block* pop_small(std::size_t first, std::size_t last) noexcept {
-    // The exact size first, from its bit in the mask (exact, see above):
-    // the usual hit of a program that repeats its sizes, and of the hot
-    // pair. Going through the near-fit search for it cost the 64 KiB hot
-    // pair 21 more instructions than the 512 B one (bench/alloc_icount.sh,
-    // 2026-11-26); an exact miss now reads no list head either.
-    std::size_t w = first >> 6;
-    const std::uint64_t word = small_mask[w];
-    std::size_t i = first;
-    if (((word >> (first & 63)) & 1) == 0) {
-      if (first == last) return nullptr;
-      const std::size_t last_w = last >> 6;
-      std::uint64_t bits = word & (~std::uint64_t{0} << (first & 63));
-      while (w != last_w && bits == 0) bits = small_mask[++w];
-      if (w == last_w) bits &= ~std::uint64_t{0} >> (63 - (last & 63));
-      if (bits == 0) return nullptr;
-      i = (w << 6) + static_cast<std::size_t>(std::countr_zero(bits));
+  /// Pops a block of the small bins first..last (bin i holds blocks of
+  /// i * 512 bytes; last = first + first * near_mul / 2^32, at most the last
+  /// bin): the smallest non-empty one, or null. With near_mul 0 an exact
+  /// pop, else the exact size or its near fits (Note [Near fits]) in one
+  /// search, run as Note [Adaptive near-fit search] says; `clock` is the
+  /// thread's count of small allocations from its cache (read only off the
+  /// exact-hit path). Owner thread only. Inline: the hot path of every small
+  /// allocation.
+  Block* pop_small(std::size_t first, std::uint64_t near_mul, const OwnedCounter& clock) noexcept {
+    const std::size_t w = first >> 6;
+    const std::uint64_t word0 = small_mask[w];
+    if (GENESIS_LIKELY(exact_mode)) {
+      if (GENESIS_LIKELY((word0 >> (first & 63)) & 1)) return take_small<false>(first, w);
+      if (++mode_events == kModeMisses) judge_exact_mode(clock.get());
+      if (near_mul == 0) return nullptr;
     }
+    const std::size_t last = std::min(first + ((first * near_mul) >> 32), kNumSmallBins - 1);
+    const std::size_t i = near_fit(first, w, word0);
+    if (i > last) return nullptr;
+    if (!exact_mode) {
+      mode_events += i == first ? 1u : 0u;
+      const std::int64_t now = clock.get();
+      if (GENESIS_UNLIKELY(now - mode_window_start >= kModeWindow)) judge_branch_free_mode(now);
+    }
+    return take_small<true>(i, i >> 6);
+  }
+
+  // Note [Adaptive near-fit search]: a program that repeats its sizes finds
+  // the exact size cached on almost every small allocation; one whose sizes
+  // vary (`mixed`, activations of varying sequence length) finds it on a
+  // fraction, close to random, and otherwise a near fit in the same mask
+  // word, in a later one, or none. A branch on each of those outcomes is
+  // mispredicted about half the time in the second kind of program
+  // (callgrind's branch simulation of `mixed`: 0.84 of 4.6 mispredicts per
+  // pair were the search's exact test and word loop), and a mispredict costs
+  // ~10 ns on the GPU machines' CPUs. A search without branches (near_fit)
+  // avoids them, but makes the list head's load wait for the mask's, which a
+  // predicted exact-hit branch lets the CPU skip: always branch-free, the
+  // hot pair cost 3 ns more and `mixed` 8 ns less (H200 machine, min of 10
+  // alternating rounds, 2026-11-26). So each stream cache picks its search
+  // from what it sees: exact mode (a predicted branch on the exact size's
+  // bit) until 16 of 64 small pops miss the exact size, then branch-free
+  // mode until 56 of 64 hit it. Exact mode counts only its misses; the
+  // branch-free mode adds its exact hits without a branch.
+  void judge_exact_mode(std::int64_t now) noexcept {
+    if (now - mode_window_start <= kModeWindow) exact_mode = false;
+    mode_events = 0;
+    mode_window_start = now;
+  }
+  void judge_branch_free_mode(std::int64_t now) noexcept {
+    if (mode_events >= kModeExactHits) exact_mode = true;
+    mode_events = 0;
+    mode_window_start = now;
+  }
+
+  /// The smallest non-empty bin at or above `first` (whose mask word w is
+  /// word0), or a bin past kNumSmallBins when there is none; no branches
+  /// but a rare one (Note [Adaptive near-fit search]). The word holding
+  /// `first` first: the exact size and its nearest near fits; else the next
+  /// non-empty word, from the summary. Bit 63 (never a word: kMaskWords <
+  /// 64) keeps both scans off zero, for which a generic x86-64 build
+  /// branches around bsf; with nothing cached above `first` the summary's
+  /// scan gives word 63, a bin far past any `last`. A summary bit of a word
+  /// popped empty is cleared here, when a search meets it.
+  std::size_t near_fit(std::size_t first, std::size_t w, std::uint64_t word0) noexcept {
+    const std::uint64_t here = word0 & (~std::uint64_t{0} << (first & 63));
+    const std::uint64_t after_w = ~std::uint64_t{1} << w;
+    std::size_t later_w;
+    std::uint64_t later_word;
+    for (;;) {
+      later_w = static_cast<std::size_t>(std::countr_zero((small_words & after_w) | kNoWord));
+      later_word = small_mask[std::min(later_w, kMaskWords - 1)];
+      if (GENESIS_LIKELY(later_word != 0 || later_w >= kMaskWords || here != 0)) break;
+      small_words &= ~(std::uint64_t{1} << later_w);  // a stale mark
+    }
+    // Selects written as masks: gcc turned the ?: forms into branches.
+    const std::uint64_t in_here = std::uint64_t{0} - std::uint64_t{here != 0};
+    const std::size_t cw = (w & in_here) | (later_w & ~in_here);
+    const std::uint64_t word = here | (later_word & ~in_here) | kNoWord;
+    return (cw << 6) + static_cast<std::size_t>(std::countr_zero(word));
+  }
+
+  /// Pops the head of small[i] (not empty; w = i / 64) and keeps the mask
+  /// exact: with a branch on the list emptying in exact mode, where it is
+  /// predictable (the hot pair empties its list every time), without one
+  /// after a near-fit search (in `mixed` lists empty at random).
+  template <bool kBranchFree>
+  Block* take_small(std::size_t i, std::size_t w) noexcept {
     BlockList& list = small[i];
     Block* b = list.head;
     list.head = b->cache_next;
-    if (--list.count == 0) small_mask[i >> 6] &= ~(std::uint64_t{1} << (i & 63));
+    if constexpr (kBranchFree) {
+      small_mask[w] &= ~(std::uint64_t{--list.count == 0} << (i & 63));
+    } else if (--list.count == 0) {
+      small_mask[w] &= ~(std::uint64_t{1} << (i & 63));
+    }
     return b;
   }
 
@@ -153,6 +236,7 @@ struct alignas(64) StreamCache {
     if (rounded <= kSmallLimit) {
       const std::size_t i = rounded >> kAlignShift;
       small_mask[i >> 6] |= std::uint64_t{1} << (i & 63);
+      small_words |= std::uint64_t{1} << (i >> 6);
       return &small[i];
     }
     std::size_t i = large_hash(rounded);
