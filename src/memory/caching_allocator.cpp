@@ -544,10 +544,13 @@ Block* CachingAllocator::allocate_slow(std::size_t bytes, StreamId stream) {
   if (bytes == 0) return nullptr;
   GENESIS_CHECK(bytes <= detail::kMaxRequest, "cannot allocate ", bytes,
                 " bytes: requests are limited to 2^62 bytes (was a negative size converted to unsigned?)");
+  // Before locking: creating a thread cache takes the mutex.
+  return allocate_miss(thread_cache(), bytes, detail::round_size(bytes), stream);
+}
+
+Block* CachingAllocator::allocate_miss(ThreadCache* tc, std::size_t bytes, std::size_t rounded, StreamId stream) {
   const bool recording = recording_.load(std::memory_order_relaxed);
   const std::uint64_t t0 = recording ? detail::now_ns() : 0;
-  ThreadCache* tc = thread_cache();  // before locking: creating one takes the mutex
-  const std::size_t rounded = detail::round_size(bytes);
   const PoolId pool = pool_for(rounded);
 
   Lock lock(mutex_);
