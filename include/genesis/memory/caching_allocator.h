@@ -758,23 +758,27 @@ inline void CachingAllocator::delete_block(Block* b) {
   free_blocks_ = b;
 }
 
+// Both keep the inactive-split statistics without a branch on whether the
+// block is split, which in `mixed` is a coin toss: the counters move by the
+// flag times the size. With allocate_miss's one-branch flush test, this
+// took `mixed` from 2.74 to 2.46 mispredicts per pair in callgrind's branch
+// model for 4 more instructions (alloc_icount mixed 200000, 2026-11-26).
 inline void CachingAllocator::index_insert(Block* b, void* like) {
   b->set_state(detail::BlockState::kFree);
   free_[b->pool].insert_like(b, like);
-  if (b->is_split() && !b->segment->expandable) {  // expandable: free pages are releasable
-    b->split_counted = true;
-    counters_.inactive_split_bytes[b->pool] += static_cast<std::int64_t>(b->size);
-    ++counters_.inactive_split_count[b->pool];
-  }
+  // Expandable segments are not counted: their free pages are releasable.
+  const bool counted = ((b->prev != nullptr) | (b->next != nullptr)) & !b->segment->expandable;
+  b->split_counted = counted;
+  counters_.inactive_split_bytes[b->pool] += static_cast<std::int64_t>(b->size) * counted;
+  counters_.inactive_split_count[b->pool] += counted;
 }
 
 inline void* CachingAllocator::index_erase(Block* b) {
   void* owner = free_[b->pool].erase(b);
-  if (b->split_counted) {
-    b->split_counted = false;
-    counters_.inactive_split_bytes[b->pool] -= static_cast<std::int64_t>(b->size);
-    --counters_.inactive_split_count[b->pool];
-  }
+  const bool counted = b->split_counted;
+  b->split_counted = false;
+  counters_.inactive_split_bytes[b->pool] -= static_cast<std::int64_t>(b->size) * counted;
+  counters_.inactive_split_count[b->pool] -= counted;
   return owner;
 }
 
