@@ -20,7 +20,9 @@
 //   threads_hot    1, 4, 8 threads each doing the hot pair at 1 MiB for the
 //                  same number of pairs, started together (std::barrier);
 //                  ns_per_pair = wall time / total pairs of all threads,
-//                  speedup = ns_per_pair(1 thread) / ns_per_pair(N threads).
+//                  speedup = ns_per_pair(1 thread) / ns_per_pair(N threads),
+//                  per repetition, the thread counts taking turns (see
+//                  run_thread_suite); the median of those ratios.
 //   threads_mixed  the same with the mixed pattern (each thread its own 64
 //                  live allocations and its own sequence).
 //   threads_*_window  the same, each thread running for a fixed window
@@ -719,9 +721,10 @@ inline void pin_to_cpu(int cpu) {
 ///     ~5 ns per pair together while single threads read 24-41 ns by CPU
 ///     and minute (bench/RESULTS.md, eleventh session).
 /// Throws std::runtime_error if a worker failed.
+/// Thread tid runs on the (tid + first_cpu)-th CPU of bench_cpu_order().
 template <class MakeWorker>
 Timing run_threads(MakeWorker&& make_worker, int nthreads, bool mixed, std::uint64_t pairs, int reps,
-                   const std::vector<MixedSequence>& seqs, double window_ns = 0) {
+                   const std::vector<MixedSequence>& seqs, double window_ns = 0, int first_cpu = 0) {
   constexpr std::uint64_t kChunk = 256;  // pairs between looks at the stop flag (~6 us)
   const bool window = window_ns > 0;
   std::atomic<bool> stop{false};
@@ -737,7 +740,7 @@ Timing run_threads(MakeWorker&& make_worker, int nthreads, bool mixed, std::uint
   threads.reserve(static_cast<std::size_t>(nthreads));
   for (int tid = 0; tid < nthreads; ++tid) {
     threads.emplace_back([&, tid] {
-      pin_to_cpu(tid);
+      pin_to_cpu(tid + first_cpu);
       bool ok = true;
       const std::uint64_t warm = std::max<std::uint64_t>(pairs / 10, 16);
       auto body = [&](auto& w) {
@@ -864,27 +867,50 @@ void run_thread_suite(MakeWorker&& make_worker, const Config& cfg, Reporter& rep
     for (const bool windowed : {false, true}) {
       const std::string pattern = std::string(name) + (windowed ? "_window" : "");
       const double window_ns = windowed ? std::max(est * static_cast<double>(pairs), 1e6) : 0;
-      double base = -1;
-      for (int n : counts) {
-        Timing t;
-        try {
-          t = run_threads(make_worker, n, mixed, pairs, cfg.thread_reps, seqs, window_ns);
-        } catch (const std::exception& e) {
-          rep.note(pattern + " threads=" + std::to_string(n) + " failed: " + e.what());
-          continue;
+      // Note [Interleaved thread counts]: the GPU machines' vCPUs change
+      // speed by a quarter from one second to the next, and each on its own
+      // (bench/RESULTS.md). Timed one after the other, the 1-thread base and
+      // the 8-thread run fell in different phases, and one CPU stood for
+      // "one thread": speed-ups of 3.5x and 7.8x came from the same code. So
+      // each repetition times every thread count in turn, the speed-up is
+      // the median of the repetitions' own ratios, and the single thread
+      // moves to the next CPU each repetition.
+      std::vector<std::vector<double>> samples(counts.size());
+      std::vector<bool> failed(counts.size(), false);
+      for (int rep_i = 0; rep_i < cfg.thread_reps; ++rep_i) {
+        for (std::size_t c = 0; c < counts.size(); ++c) {
+          if (failed[c]) continue;
+          const int n = counts[c];
+          try {
+            const Timing t = run_threads(make_worker, n, mixed, pairs, 1, seqs, window_ns, n == 1 ? rep_i : 0);
+            samples[c].push_back(t.median);
+          } catch (const std::exception& e) {
+            rep.note(pattern + " threads=" + std::to_string(n) + " failed: " + e.what());
+            failed[c] = true;
+          }
         }
-        if (n == 1) base = t.median;
+      }
+      const std::size_t one = static_cast<std::size_t>(std::find(counts.begin(), counts.end(), 1) - counts.begin());
+      const bool have_base = one < counts.size() && !failed[one];
+      for (std::size_t c = 0; c < counts.size(); ++c) {
+        if (failed[c] || samples[c].empty()) continue;
+        const Timing t = summarize(samples[c]);
         Result r;
         r.labels = labels;
         r.labels.emplace_back("pattern", pattern);
         r.labels.emplace_back("size", mixed ? std::string("mixed") : std::to_string(kThreadHotSize));
-        r.labels.emplace_back("threads", std::to_string(n));
+        r.labels.emplace_back("threads", std::to_string(counts[c]));
         r.ns_per_pair = t.median;
         r.min_ns = t.min;
         r.max_ns = t.max;
         r.iters = pairs;
-        r.reps = cfg.thread_reps;
-        r.speedup = base > 0 ? base / t.median : -1;
+        r.reps = static_cast<int>(samples[c].size());
+        if (have_base) {
+          std::vector<double> ratios;
+          for (std::size_t i = 0; i < samples[c].size() && i < samples[one].size(); ++i)
+            if (samples[c][i] > 0) ratios.push_back(samples[one][i] / samples[c][i]);
+          r.speedup = ratios.empty() ? -1 : summarize(std::move(ratios)).median;
+        }
         rep.add(std::move(r));
       }
     }
