@@ -759,15 +759,19 @@ inline void CachingAllocator::delete_block(Block* b) {
 }
 
 // Both keep the inactive-split statistics without a branch on whether the
-// block is split, which in `mixed` is a coin toss: the counters move by the
-// flag times the size. With allocate_miss's one-branch flush test, this
-// took `mixed` from 2.74 to 2.46 mispredicts per pair in callgrind's branch
-// model for 4 more instructions (alloc_icount mixed 200000, 2026-11-26).
+// block is split, which over classic segments in `mixed` is a coin toss: the
+// counters move by the flag times the size. With allocate_miss's one-branch
+// flush test, this took `mixed` from 2.74 to 2.41 mispredicts per pair in
+// callgrind's branch model for 4 more instructions (alloc_icount mixed
+// 200000, 2026-11-26), and the GPT-2 replay from 3.57 to 3.10 per event
+// (classic) and 3.24 to 3.06 (expandable). Expandable segments keep their
+// branch, which a program predicts (with expandable segments on, every
+// segment is one).
 inline void CachingAllocator::index_insert(Block* b, void* like) {
   b->set_state(detail::BlockState::kFree);
   free_[b->pool].insert_like(b, like);
-  // Expandable segments are not counted: their free pages are releasable.
-  const bool counted = ((b->prev != nullptr) | (b->next != nullptr)) & !b->segment->expandable;
+  if (b->segment->expandable) return;  // not counted: their free pages are releasable
+  const bool counted = (b->prev != nullptr) | (b->next != nullptr);
   b->split_counted = counted;
   counters_.inactive_split_bytes[b->pool] += static_cast<std::int64_t>(b->size) * counted;
   counters_.inactive_split_count[b->pool] += counted;
