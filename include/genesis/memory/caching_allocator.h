@@ -771,7 +771,7 @@ inline void CachingAllocator::index_insert(Block* b, void* like) {
   b->set_state(detail::BlockState::kFree);
   free_[b->pool].insert_like(b, like);
   if (b->segment->expandable) return;  // not counted: their free pages are releasable
-  const bool counted = (b->prev != nullptr) | (b->next != nullptr);
+  const bool counted = b->is_split();
   b->split_counted = counted;
   counters_.inactive_split_bytes[b->pool] += static_cast<std::int64_t>(b->size) * counted;
   counters_.inactive_split_count[b->pool] += counted;

@@ -62,7 +62,8 @@ struct alignas(64) Block {
   void set_requested(std::size_t n) noexcept { requested.store(n, std::memory_order_relaxed); }
   const char* get_location() const noexcept { return location.load(std::memory_order_relaxed); }
   void set_location(const char* l) noexcept { location.store(l, std::memory_order_relaxed); }
-  bool is_split() const noexcept { return prev != nullptr || next != nullptr; }
+  // `|`, not `||`: no branch (index_insert asks on every block it files).
+  bool is_split() const noexcept { return (prev != nullptr) | (next != nullptr); }
 };
 
 /// One upstream allocation. Blocks tile it exactly:
