@@ -709,9 +709,10 @@ inline void pin_to_cpu(int cpu) {
 }
 
 /// Runs `nthreads` threads, each with its own adaptor from make_worker(tid)
-/// (created on that thread), in lockstep: warm-up, then per repetition a
-/// start barrier, the pattern, an end barrier. Returns the wall time per pair
-/// over all threads (median over repetitions). The pattern is either
+/// (created on that thread), in lockstep: warm-up, a start barrier, the
+/// pattern, an end barrier. Returns the wall time per pair over all threads
+/// (one repetition: run_thread_suite repeats, taking turns between thread
+/// counts, Note [Interleaved thread counts]). The pattern is either
 ///   fixed work (window_ns == 0): `pairs` pairs per thread, so the wall time
 ///     is the slowest thread's; or
 ///   a fixed window (window_ns > 0): every thread runs chunks of pairs until
@@ -723,7 +724,7 @@ inline void pin_to_cpu(int cpu) {
 /// Throws std::runtime_error if a worker failed.
 /// Thread tid runs on the (tid + first_cpu)-th CPU of bench_cpu_order().
 template <class MakeWorker>
-Timing run_threads(MakeWorker&& make_worker, int nthreads, bool mixed, std::uint64_t pairs, int reps,
+double run_threads(MakeWorker&& make_worker, int nthreads, bool mixed, std::uint64_t pairs,
                    const std::vector<MixedSequence>& seqs, double window_ns = 0, int first_cpu = 0) {
   constexpr std::uint64_t kChunk = 256;  // pairs between looks at the stop flag (~6 us)
   const bool window = window_ns > 0;
@@ -759,31 +760,29 @@ Timing run_threads(MakeWorker&& make_worker, int nthreads, bool mixed, std::uint
           ok = false;
         }
         bar.arrive_and_wait();  // ready
-        for (int r = 0; r < reps; ++r) {
-          bar.arrive_and_wait();  // start
-          if (ok) {
-            try {
-              auto run = [&](std::uint64_t n) {
-                if (mixed) {
-                  st->run(n);
-                } else {
-                  hot_loop(w, kThreadHotSize, n);
-                }
-              };
-              if (window) {
-                std::uint64_t n = 0;
-                for (; !stop.load(std::memory_order_relaxed); n += kChunk) run(kChunk);
-                done[static_cast<std::size_t>(tid)] = n;
+        bar.arrive_and_wait();  // start
+        if (ok) {
+          try {
+            auto run = [&](std::uint64_t n) {
+              if (mixed) {
+                st->run(n);
               } else {
-                run(pairs);
+                hot_loop(w, kThreadHotSize, n);
               }
-            } catch (const std::exception& e) {
-              fail(e.what());
-              ok = false;
+            };
+            if (window) {
+              std::uint64_t n = 0;
+              for (; !stop.load(std::memory_order_relaxed); n += kChunk) run(kChunk);
+              done[static_cast<std::size_t>(tid)] = n;
+            } else {
+              run(pairs);
             }
+          } catch (const std::exception& e) {
+            fail(e.what());
+            ok = false;
           }
-          bar.arrive_and_wait();  // end
         }
+        bar.arrive_and_wait();  // end
         try {
           if (st) st->release();
         } catch (const std::exception& e) {
@@ -797,34 +796,28 @@ Timing run_threads(MakeWorker&& make_worker, int nthreads, bool mixed, std::uint
         // make_worker failed: still take part in every barrier phase.
         fail(e.what());
         bar.arrive_and_wait();
-        for (int r = 0; r < reps; ++r) {
-          bar.arrive_and_wait();
-          bar.arrive_and_wait();
-        }
+        bar.arrive_and_wait();
+        bar.arrive_and_wait();
       }
     });
   }
-  std::vector<double> v;
   bar.arrive_and_wait();  // ready
-  for (int r = 0; r < reps; ++r) {
-    stop.store(false, std::memory_order_relaxed);  // the barrier publishes it
-    const auto t0 = Clock::now();
-    bar.arrive_and_wait();  // start
-    if (window) {
-      std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<std::int64_t>(window_ns)));
-      stop.store(true, std::memory_order_relaxed);
-    }
-    bar.arrive_and_wait();  // end
-    double total = static_cast<double>(pairs) * nthreads;
-    if (window) {
-      total = 0;
-      for (std::uint64_t n : done) total += static_cast<double>(n);
-    }
-    v.push_back(elapsed_ns(t0, Clock::now()) / std::max(total, 1.0));
+  const auto t0 = Clock::now();
+  bar.arrive_and_wait();  // start
+  if (window) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<std::int64_t>(window_ns)));
+    stop.store(true, std::memory_order_relaxed);
+  }
+  bar.arrive_and_wait();  // end
+  const double elapsed = elapsed_ns(t0, Clock::now());
+  double total = static_cast<double>(pairs) * nthreads;
+  if (window) {
+    total = 0;
+    for (std::uint64_t n : done) total += static_cast<double>(n);
   }
   for (auto& t : threads) t.join();
   if (!error.empty()) throw std::runtime_error("worker thread failed: " + error);
-  return summarize(std::move(v));
+  return elapsed / std::max(total, 1.0);
 }
 
 /// Patterns threads_hot and threads_mixed for every thread count of the
@@ -882,8 +875,7 @@ void run_thread_suite(MakeWorker&& make_worker, const Config& cfg, Reporter& rep
           if (failed[c]) continue;
           const int n = counts[c];
           try {
-            const Timing t = run_threads(make_worker, n, mixed, pairs, 1, seqs, window_ns, n == 1 ? rep_i : 0);
-            samples[c].push_back(t.median);
+            samples[c].push_back(run_threads(make_worker, n, mixed, pairs, seqs, window_ns, n == 1 ? rep_i : 0));
           } catch (const std::exception& e) {
             rep.note(pattern + " threads=" + std::to_string(n) + " failed: " + e.what());
             failed[c] = true;
