@@ -1,0 +1,19 @@
+// Helpers shared by the report writers (src/debug/report_*.cpp).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "genesis/debug/sample_history.h"
+
+namespace genesis::debug::detail {
+
+/// At most about `max_points` buckets, each a merge of neighbours (all of
+/// them when max_points is 0 or there are fewer).
+std::vector<SampleBucket> thin_buckets(const std::vector<SampleBucket>& buckets, std::size_t max_points);
+
+/// The wall-clock time now as "2024-05-01T12:00:00Z".
+std::string utc_timestamp();
+
+}  // namespace genesis::debug::detail
