@@ -55,7 +55,7 @@ from .storage import (BatchStorage, MappedStorage, SharedStorage, Storage, Stora
                       aligned_storage, convert_dtype, copy_storage, create_storage)
 from ._storage_inspect import StorageInfo, StorageTracker, TrackedStorage, inspect_storage  # noqa: E402
 from .memory_debug import (MemoryLeak, check_memory_leaks, enable_memory_debugging,  # noqa: E402
-                           set_memory_debug)
+                           get_site_depth, set_memory_debug, set_site_depth)
 # dtypes last: `bool`, `float`, `int` shadow the builtins in this namespace
 # (as in torch); nothing below uses the builtins.
 from ._dtype import (all_dtypes, bfloat16, bool, double, dtype, float, float16, float32,  # noqa: E402,A004
@@ -78,7 +78,7 @@ __all__ = [
     "allocate_pinned", "is_pinned", "PinnedBuffer",
     "cuda", "cpu", "memory_manager", "profiler", "memory_profiler", "memory_debug", "testing",
     "enable_memory_profiling", "enable_memory_debugging", "set_memory_debug", "check_memory_leaks",
-    "MemoryLeak",
+    "MemoryLeak", "set_site_depth", "get_site_depth",
     # storages (SPEC S)
     "Storage", "StorageView", "SharedStorage", "MappedStorage", "BatchStorage", "create_storage",
     "copy_storage", "convert_dtype", "aligned_storage", "inspect_storage", "StorageInfo", "StorageTracker",

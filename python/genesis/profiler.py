@@ -1,4 +1,4 @@
-"""genesis.profiler: profile the memory of a block of code (SPEC M7).
+"""genesis.profiler: profile the memory of a block of code.
 
     with genesis.profiler.profile_memory() as prof:
         ...
@@ -9,9 +9,9 @@ Every tracked allocator (host, GPUs, pinned, live simulated ones) is recorded
 while the block runs; see genesis/_profile_session.py for how.
 """
 
-from ._profile_session import DeviceReport, MemoryReport, ProfileSession
+from ._profile_session import DeviceReport, MemoryReport, ProfileSession, TruncatedHistoryWarning
 
-__all__ = ["profile_memory", "MemoryProfile", "MemoryReport", "DeviceReport"]
+__all__ = ["profile_memory", "MemoryProfile", "MemoryReport", "DeviceReport", "TruncatedHistoryWarning"]
 
 
 class MemoryProfile:

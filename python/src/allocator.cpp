@@ -49,7 +49,26 @@ std::chrono::nanoseconds seconds_to_ns(double seconds) {
   return std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
 }
 
+py::dict totals_to_dict(const memory::EventTotals& t) {
+  py::dict d;
+  for (int i = 0; i < memory::kNumEventActions; ++i) {
+    const auto a = static_cast<memory::EventAction>(i);
+    const std::string name(memory::event_action_name(a));
+    d[py::str(name)] = t.count[i];
+    d[py::str(name + "_bytes")] = t.bytes[i];
+    d[py::str(name + "_block_bytes")] = t.block_bytes[i];
+  }
+  d["cache_hits"] = t.cache_hits;
+  d["alloc_ns"] = t.alloc_ns;
+  d["lifetime_ns"] = t.lifetime_ns;
+  d["lifetimes"] = t.lifetimes;
+  d["events"] = t.events();
+  return d;
+}
+
 void bind_event(py::module_& m) {
+  py::class_<memory::RecordingMark>(m, "RecordingMark", "A session's start (CachingAllocator.mark_recording()).")
+      .def_readonly("time_ns", &memory::RecordingMark::time_ns);
   py::class_<MemoryEvent>(m, "MemoryEvent", "One recorded allocator event (SPEC M8).")
       .def_readonly("time_ns", &MemoryEvent::time_ns)
       .def_readonly("address", &MemoryEvent::address)
@@ -165,6 +184,25 @@ void bind_allocator(py::module_& m) {
           },
           py::arg("since_ns") = 0, "Recorded events with time_ns >= since_ns, oldest first.")
       .def("clear_events", &CachingAllocator::clear_events)
+      // Exact session accounting (Note [Exact sessions]).
+      .def("event_totals", [](const CachingAllocator& a) { return totals_to_dict(a.event_totals()); })
+      .def("mark_recording", &CachingAllocator::mark_recording)
+      .def(
+          "recording_since",
+          [](const CachingAllocator& a, const memory::RecordingMark& mark) {
+            const memory::RecordingSummary s = a.recording_since(mark);
+            py::dict d;
+            d["totals"] = totals_to_dict(s.totals);
+            d["allocated_change"] = s.allocated_change;
+            d["reserved_change"] = s.reserved_change;
+            d["peak_allocated_rise"] = s.peak_allocated_rise;
+            d["peak_reserved_rise"] = s.peak_reserved_rise;
+            d["largest_alloc"] = s.largest_alloc;
+            d["lost_until_ns"] = s.lost_until_ns;
+            return d;
+          },
+          py::arg("mark"), "What was recorded since the mark: a dict of totals, level changes and peaks.")
+      .def("release_mark", &CachingAllocator::release_mark, py::arg("mark"))
       // --- raw allocation (testing hooks; tensors and storages use C++) ---
       .def(
           "allocate",
@@ -201,6 +239,8 @@ void bind_allocator(py::module_& m) {
   m.def("capture_locations", &capture_locations);
   m.def("set_package_prefix", &set_package_prefix, py::arg("prefix"));
   m.def("caller_location", &python_caller_location);
+  m.def("set_site_depth", &set_site_depth, py::arg("depth"));
+  m.def("site_depth", &site_depth);
 }
 
 }  // namespace genesis::python

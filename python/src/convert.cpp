@@ -109,6 +109,7 @@ py::list allocations_to_list(const std::vector<memory::AllocationInfo>& allocati
     d["requested_size"] = a.requested;
     d["stream"] = a.stream;
     d["location"] = a.location;
+    d["alloc_time_ns"] = a.alloc_time_ns;
     out.append(std::move(d));
   }
   return out;

@@ -30,7 +30,9 @@ def test_leak_reports_python_location_and_size(sim):
     leaks = [leak for leak in genesis.check_memory_leaks() if leak.device == sim.label]
     assert [(leak.address, leak.size) for leak in leaks] == [(kept, 6 * MiB)]
     leak = leaks[0]
-    assert leak.location.endswith(f"{THIS_FILE}:{_line_of('LEAK-SITE')} in _leaky")
+    # Innermost frame first, then its callers.
+    assert leak.frames[0].endswith(f"{THIS_FILE}:{_line_of('LEAK-SITE')} in _leaky")
+    assert leak.frames[1].endswith("in test_leak_reports_python_location_and_size")
     assert leak.requested_size == 6 * MiB
     assert "6.00 MiB" in str(leak)
     sim.free(kept)

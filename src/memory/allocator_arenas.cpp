@@ -231,4 +231,30 @@ void CachingAllocator::clear_events() {
   for_each_arena([](CachingAllocator& a) { a.clear_events_arena(); });
 }
 
+EventTotals CachingAllocator::event_totals() const {
+  EventTotals out;
+  std::uint64_t lost = 0;
+  for_each_arena([&](CachingAllocator& a) { a.event_totals_arena(out, lost); });
+  return out;
+}
+
+RecordingMark CachingAllocator::mark_recording() {
+  RecordingMark m;
+  m.time_ns = detail::now_ns();
+  m.totals = event_totals();
+  root_->levels_.mark(m);
+  return m;
+}
+
+RecordingSummary CachingAllocator::recording_since(const RecordingMark& mark) const {
+  RecordingSummary out;
+  EventTotals now;
+  for_each_arena([&](CachingAllocator& a) { a.event_totals_arena(now, out.lost_until_ns); });
+  root_->levels_.since(mark, out);
+  out.totals = now.since(mark.totals);
+  return out;
+}
+
+void CachingAllocator::release_mark(const RecordingMark& mark) { root_->levels_.release(mark); }
+
 }  // namespace genesis::memory

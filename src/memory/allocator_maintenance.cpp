@@ -242,14 +242,18 @@ void CachingAllocator::record_event(ThreadCache* tc, EventAction action, std::ui
   detail::EventRing* ring = tc != nullptr ? tc->ring.load(std::memory_order_acquire) : nullptr;
   // Called with the mutex held when ring is null, so the shared ring is safe.
   if (ring == nullptr) ring = shared_ring_.get();  // under the mutex (see callers)
-  if (ring != nullptr) ring->push(e);
+  if (ring == nullptr) return;
+  ring->push(e);
+  root_->levels_.note(e);
 }
 
 void CachingAllocator::record_event_hot_alloc(ThreadCache* tc, Block* b, std::size_t bytes) noexcept {
-  detail::EventRing* ring = tc->ring.load(std::memory_order_acquire);
-  if (ring == nullptr) return;  // recording switched on a moment ago
   MemoryEvent e;
   e.time_ns = detail::now_ns();
+  // Stamped even without a ring: leak checks rely on it (Note [Exact sessions]).
+  b->alloc_time_ns.store(e.time_ns, std::memory_order_relaxed);
+  detail::EventRing* ring = tc->ring.load(std::memory_order_acquire);
+  if (ring == nullptr) return;  // recording switched on a moment ago
   e.action = EventAction::kAlloc;
   e.address = b->addr;
   e.size = bytes;
@@ -257,8 +261,8 @@ void CachingAllocator::record_event_hot_alloc(ThreadCache* tc, Block* b, std::si
   e.stream = b->stream;
   e.cache_hit = true;
   e.thread = tc->thread_number;
-  b->alloc_time_ns = e.time_ns;
   ring->push(e);
+  root_->levels_.note(e);
 }
 
 void CachingAllocator::record_event_hot_free(ThreadCache* tc, Block* b) noexcept {
@@ -272,9 +276,11 @@ void CachingAllocator::record_event_hot_free(ThreadCache* tc, Block* b) noexcept
   e.block_size = b->size;
   e.stream = b->stream;
   // A block allocated before recording started has no (or a stale) time.
-  e.duration_ns = b->alloc_time_ns >= recording_since_ns_.load(std::memory_order_relaxed) && e.time_ns > b->alloc_time_ns ? e.time_ns - b->alloc_time_ns : 0;
+  const std::uint64_t born = b->alloc_time_ns.load(std::memory_order_relaxed);
+  e.duration_ns = born >= recording_since_ns_.load(std::memory_order_relaxed) && e.time_ns > born ? e.time_ns - born : 0;
   e.thread = tc->thread_number;
   ring->push(e);
+  root_->levels_.note(e);
 }
 
 void CachingAllocator::events_arena(std::vector<MemoryEvent>& out) const {
@@ -289,8 +295,28 @@ void CachingAllocator::clear_events_arena() {
   Lock lock(mutex_);
   for (ThreadCache* tc : caches_)
     if (tc->ring_owner) tc->ring_owner->clear();
+  // Their totals outlive them (Note [Exact sessions]).
+  for (const auto& r : retired_rings_) {
+    r->add_totals_to(cleared_totals_);
+    r->clear();
+    cleared_lost_until_ns_ = std::max(cleared_lost_until_ns_, r->lost_until_ns());
+  }
   retired_rings_.clear();
   if (shared_ring_) shared_ring_->clear();
+}
+
+void CachingAllocator::event_totals_arena(EventTotals& out, std::uint64_t& lost_until_ns) const {
+  Lock lock(mutex_);
+  auto add = [&](const detail::EventRing& r) {
+    r.add_totals_to(out);
+    lost_until_ns = std::max(lost_until_ns, r.lost_until_ns());
+  };
+  for (const ThreadCache* tc : caches_)
+    if (tc->ring_owner) add(*tc->ring_owner);
+  for (const auto& r : retired_rings_) add(*r);
+  if (shared_ring_) add(*shared_ring_);
+  out += cleared_totals_;
+  lost_until_ns = std::max(lost_until_ns, cleared_lost_until_ns_);
 }
 
 }  // namespace genesis::memory

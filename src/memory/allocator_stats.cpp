@@ -349,6 +349,7 @@ AllocationInfo allocation_info_of(const Block& b) {
   a.size = b.size;
   a.requested = b.get_requested();
   a.stream = b.stream;
+  a.alloc_time_ns = b.alloc_time_ns;
   if (b.get_location() != nullptr) {
     a.location = b.get_location();
   } else {

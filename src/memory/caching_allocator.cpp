@@ -648,7 +648,7 @@ Block* CachingAllocator::allocate_miss(ThreadCache* tc, std::size_t bytes, std::
   note_peaks_slow(tc, pool, /*grew=*/!hit || counters_.segments[pool] != segments_before);
   if (map_.has_retired()) synchronize_readers();
   if (recording) {
-    b->alloc_time_ns = t0;
+    b->alloc_time_ns.store(t0, std::memory_order_relaxed);
     record_event(tc, EventAction::kAlloc, b->addr, bytes, b->size, stream, detail::now_ns() - t0, hit);
   }
   return b;
@@ -815,8 +815,9 @@ void CachingAllocator::report_bad_free(std::uintptr_t addr) const {
   const PoolId pool = b->pool;
   const std::int64_t size = static_cast<std::int64_t>(b->size);
   if (recording_.load(std::memory_order_relaxed)) {
+    const std::uint64_t born = b->alloc_time_ns.load(std::memory_order_relaxed);
     record_event(tc, EventAction::kFree, b->addr, b->get_requested(), b->size, b->stream,
-                 b->alloc_time_ns >= recording_since_ns_.load(std::memory_order_relaxed) && b->alloc_time_ns != 0 ? detail::now_ns() - b->alloc_time_ns : 0, false);
+                 born >= recording_since_ns_.load(std::memory_order_relaxed) && born != 0 ? detail::now_ns() - born : 0, false);
   }
   ++counters_.num_frees[pool];
   counters_.requested[pool] -= static_cast<std::int64_t>(b->get_requested());

@@ -214,12 +214,19 @@ class CachingAllocator {
   /// Current limits.
   std::size_t memory_limit() const;
 
-  // --- event history (SPEC M8) ---------------------------------------------
+  // --- event history (Note [Event history], Note [Exact sessions]) --------
   void set_event_recording(bool on);
   bool event_recording() const noexcept { return recording_.load(std::memory_order_relaxed); }
-  /// All recorded events of all threads, ordered by time.
+  /// The recorded events of all threads still in the rings, ordered by time.
   std::vector<MemoryEvent> events() const;
+  /// Forgets the events (totals and levels stay: sessions keep their counts).
   void clear_events();
+  /// Sums over every event recorded so far, overwritten or not.
+  EventTotals event_totals() const;
+  /// A session's start, held until release_mark(); exact while recording stays on.
+  RecordingMark mark_recording();
+  RecordingSummary recording_since(const RecordingMark& mark) const;
+  void release_mark(const RecordingMark& mark);
 
   UpstreamResource& upstream() const noexcept { return *upstream_; }
   const AllocatorOptions& options() const noexcept { return options_; }
@@ -298,8 +305,7 @@ class CachingAllocator {
   void set_event_recording_arena(bool on);
   void events_arena(std::vector<MemoryEvent>& out) const;
   void clear_events_arena();
-
-
+  void event_totals_arena(EventTotals& out, std::uint64_t& lost_until_ns) const;
   // Cumulative counters of the slow path (guarded by mutex_). Per-thread
   // counters live in ThreadCache; stats() adds both.
   struct GlobalCounters {
@@ -332,7 +338,6 @@ class CachingAllocator {
     std::int64_t allocated[3] = {}, reserved[3] = {}, active[3] = {}, requested[3] = {};
     std::int64_t cached[3] = {}, segments[3] = {}, allocations[3] = {}, inactive_split[3] = {};
   };
-
 
   // Hot path helpers.
   detail::ThreadCache* thread_cache() noexcept {
@@ -487,6 +492,8 @@ class CachingAllocator {
   std::int64_t retired_allocs_[detail::kNumPools] = {}, retired_frees_[detail::kNumPools] = {};
   std::int64_t retired_requested_[detail::kNumPools] = {}, retired_total_allocated_[detail::kNumPools] = {};
   std::vector<std::unique_ptr<detail::EventRing>> retired_rings_;
+  EventTotals cleared_totals_;             // of retired rings that clear_events() dropped
+  std::uint64_t cleared_lost_until_ns_ = 0;  // newest event those rings held
   std::vector<detail::Segment*> expandable_segments_;
   struct ReleaseCandidate {
     std::uintptr_t start;  // address of page `first`: the release order's key, computed once
@@ -499,6 +506,7 @@ class CachingAllocator {
   std::size_t total_capacity_ = 0;
   std::unique_ptr<detail::EventRing> shared_ring_;  // threads without a cache; made when recording starts
   std::atomic<std::uint64_t> recording_since_ns_{0};  // lifetimes only for blocks allocated after this
+  detail::RecordingLevels levels_;  // the root's counts for every arena (Note [Exact sessions])
 };
 
 /// Sets the "location" recorded for allocations made by this thread while the

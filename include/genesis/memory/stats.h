@@ -105,6 +105,11 @@ struct AllocationInfo {
   /// Where it was allocated: the allocation context active at that time
   /// (ScopedAllocationContext) or "0x<address>" when none was set.
   std::string location;
+  /// Steady-clock time of the allocation (detail::now_ns) when event recording
+  /// was on then; otherwise an earlier time or 0, never a later one. So "made
+  /// since T" is exact for any T while recording was on from T (leak checks,
+  /// Note [Exact sessions]).
+  std::uint64_t alloc_time_ns = 0;
 };
 
 }  // namespace genesis::memory

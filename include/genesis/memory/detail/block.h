@@ -52,7 +52,10 @@ struct alignas(64) Block {
   Block* free_prev = nullptr;  // links in a FreeIndex size-class list (while kFree)
   Block* free_next = nullptr;
   void* free_owner = nullptr;  // the FreeIndex per-stream table holding it (while kFree)
-  std::uint64_t alloc_time_ns = 0;  // set only while event recording is on
+  // Set when allocated while event recording is on (else stale: earlier, never
+  // later; AllocationInfo::alloc_time_ns). Atomic: leak checks read it from
+  // other threads while the owner allocates.
+  std::atomic<std::uint64_t> alloc_time_ns{0};
   std::uint32_t free_class = 0;     // its FreeIndex size class (while kFree): erase needs no recomputation
 
   void* ptr() const noexcept { return reinterpret_cast<void*>(addr); }
