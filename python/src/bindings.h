@@ -57,4 +57,9 @@ void bind_storage_ipc(py::module_& m);
 /// genesis._C.Tensor and the tensor functions (tensor*.cpp, dlpack.cpp).
 void bind_tensor(py::module_& m);
 
+// --- the memory debugger ---
+/// Memory sources, genesis._C.MemoryDebugger and its reports, and
+/// genesis_mem_main (debug_tools.cpp).
+void bind_debug_tools(py::module_& m);
+
 }  // namespace genesis::python

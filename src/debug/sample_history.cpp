@@ -71,9 +71,11 @@ void SampleHistory::add(const MemorySample& s) {
   max_utilization_ = std::max(max_utilization_, u);
   sum_fragmentation_ += f;
   max_fragmentation_ = std::max(max_fragmentation_, f);
-  peak_allocated_ = std::max(peak_allocated_, s.allocated);
-  peak_used_ = std::max(peak_used_, s.used);
-  peak_reserved_ = std::max(peak_reserved_, s.reserved);
+  // Exact sources also report the allocator's own peaks, which see what
+  // happened between two samples.
+  peak_allocated_ = std::max({peak_allocated_, s.allocated, s.peak_allocated});
+  peak_used_ = std::max({peak_used_, s.used, s.exact ? s.peak_reserved : 0});
+  peak_reserved_ = std::max({peak_reserved_, s.reserved, s.peak_reserved});
 }
 
 void SampleHistory::compact() {

@@ -2,9 +2,9 @@
 //
 // A subcommand is a file <name>_command.cpp in this directory that declares
 // its options on a CLI11 subcommand and returns the function that runs it;
-// the work itself is library code in src/debug/. main.cpp registers each
+// the work itself is library code in src/debug/. cli.cpp registers each
 // subcommand with one line. Errors are typed exceptions (core/error.h):
-// main.cpp turns InvalidArgumentError into exit status 2 and the rest into 1.
+// cli.cpp turns InvalidArgumentError into exit status 2 and the rest into 1.
 #pragma once
 
 #include <functional>
@@ -23,5 +23,11 @@ struct Command {
 
 /// `genesis-mem replay TRACE ...` (replay_command.cpp).
 Command add_replay_command(CLI::App& app);
+
+/// `genesis-mem profile|oom|leak|fragment|monitor ...` (watch_commands.cpp).
+std::vector<Command> add_watch_commands(CLI::App& app);
+
+/// `genesis-mem interactive ...` (interactive_command.cpp).
+Command add_interactive_command(CLI::App& app);
 
 }  // namespace genesis::tools

@@ -105,7 +105,7 @@ int run_replay(const ReplayArgs& args) {
 
   const bool show_progress = !args.no_progress && (args.progress || stderr_is_terminal());
   if (show_progress) std::fprintf(stderr, "reading %s ...", args.trace.c_str());
-  const debug::Trace trace = debug::read_trace(args.trace);
+  const debug::Trace trace = debug::read_trace(args.trace == "-" ? "/dev/stdin" : args.trace);
   if (show_progress) std::fputs("\r\033[K", stderr);
 
   std::vector<debug::ReplayResult> results;
@@ -166,7 +166,7 @@ Command add_replay_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "replay", "Replay an allocation trace (CSV, plain or .gz) through Genesis's allocator and report peak "
                 "reserved vs peak live bytes and ns per event");
-  sub->add_option("trace", args->trace, "Trace file: time_us,action,addr,size,stream (data/traces/README.md)")
+  sub->add_option("trace", args->trace, "Trace file: time_us,action,addr,size,stream (data/traces/README.md); - reads standard input")
       ->required();
   sub->add_option("--capacity", args->capacity,
                   "Simulated device size, e.g. 80GB (default 1 TiB, the most it allows); with --device cuda a cap "

@@ -48,6 +48,11 @@ struct MemorySample {
   std::uint64_t num_ooms = 0;            ///< out-of-memory errors so far
   std::uint64_t num_allocs = 0;          ///< allocations so far
   std::uint64_t host_rss = 0;            ///< resident host memory of the watched process (0: unknown)
+  /// Highest allocated / reserved bytes since the source opened, as the
+  /// allocator counted them (exact sources; 0 otherwise). A peak between
+  /// two samples is seen here even though no sample caught it.
+  std::uint64_t peak_allocated = 0;
+  std::uint64_t peak_reserved = 0;
   bool exact = false;                    ///< allocator figures (true) or the driver's only
 
   /// (reserved - allocated) / reserved in [0, 1]; 0 when nothing is reserved.
@@ -138,17 +143,28 @@ std::vector<NamedAllocator> process_cuda_allocators();
 // --- another process --------------------------------------------------------
 
 /// Another process: NVML's per-process used memory on each GPU, its resident
-/// host memory from /proc, and, when that process publishes its Genesis
-/// allocators (Note [Published figures] in publish.h), their exact figures
-/// and sites. Devices: the GPUs (empty `devices`: all) plus "host" for a
-/// process without a GPU. Throws InvalidArgumentError when `pid` does not
-/// exist. advance_to() returns false once the process has exited.
+/// host memory from /proc (MemorySample::host_rss of every sample), and,
+/// when that process publishes its Genesis allocators (Note [Published
+/// figures] in publish.h), their exact figures and sites (Note [Watched
+/// processes] in process_source.cpp). Devices: the GPUs NVML sees (empty
+/// `devices`: all), or "host" alone on a machine without one (no driver):
+/// used = allocated = the resident memory, total = the machine's memory, or
+/// the host allocator's exact figures when published. has_sites() turns
+/// true once the process has published sites. Throws InvalidArgumentError
+/// when `pid` does not exist, and for a GPU index without NVML or beyond the
+/// GPUs. advance_to() returns false once the process has exited (or its pid
+/// belongs to another process).
 std::unique_ptr<MemorySource> open_process_source(int pid, const std::vector<int>& devices = {});
 
-/// Starts `argv` as a child process (with GENESIS_MEM_PUBLISH=1 in its
-/// environment, so a Genesis program publishes its figures) and watches it
-/// like open_process_source. The source's end_reason() carries the child's
-/// exit status; exit_status() returns it once it has ended (-1 before).
+/// Starts `argv` as a child process (posix_spawnp: searched in PATH, with
+/// GENESIS_MEM_PUBLISH=1 in its environment, so a Genesis program publishes
+/// its figures) and watches it like open_process_source. The source's
+/// end_reason() carries the child's exit status ("process 1234 exited with
+/// 3", "... was killed by signal 9 (Killed)"); child_exit_status() returns it
+/// once it has ended. The child is always reaped (no zombie); destroying the
+/// source while the child still runs ends it (SIGTERM, then SIGKILL after
+/// 2 s). Throws InvalidArgumentError for a command that cannot be started
+/// ("cannot run 'x': No such file or directory").
 class ChildProcessSource;
 std::unique_ptr<MemorySource> open_child_source(const std::vector<std::string>& argv,
                                                 const std::vector<int>& devices = {});
@@ -170,8 +186,16 @@ struct TraceSourceOptions {
 };
 
 /// Replays a trace (read_trace) through a CachingAllocator on a simulated
-/// device, following its time stamps. Device "0". Sites come from the
-/// trace's optional `site` column. Throws what read_trace throws.
+/// device, following its time stamps (Note [Trace source clock] in
+/// trace_source.cpp: trace time starts at 0 with the first event, clamped to
+/// be monotonic; 1 us per event without time stamps). Device "0", of the
+/// simulated capacity. Samples are exact (allocator statistics; free_blocks
+/// from a snapshot); allocations that run out of memory are counted
+/// (num_ooms) and skipped. Sites come from the trace's optional `site`
+/// column; events() lists alloc, free and oom events in trace time (the
+/// newest 2^20). Throws what read_trace throws, and InvalidArgumentError for
+/// an unknown configuration, a capacity over 1 TiB, a negative speed or a
+/// Trace that breaks its invariants.
 std::unique_ptr<MemorySource> open_trace_source(const std::string& path, const TraceSourceOptions& options = {});
 /// The same over a Trace already read (tests build them with TraceBuilder).
 std::unique_ptr<MemorySource> open_trace_source(Trace trace, const TraceSourceOptions& options = {});

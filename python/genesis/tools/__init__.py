@@ -1,0 +1,1 @@
+"""genesis.tools: command-line and debugging tools built on Genesis."""
