@@ -16,10 +16,11 @@
 #   copy.log       bench/torch_copy_bench (storage copies, Genesis and PyTorch)
 #   tensor.log     bench/torch_tensor_bench (tensor ops, Genesis and PyTorch)
 #   pybench.log    python/bench/bench_python.py (Python overhead, Genesis/PyTorch/CuPy)
+#   debugger.log   scripts/debugger_gpu.sh (genesis-mem on real jobs; reports in debugger_reports.tgz)
 # (Few files on purpose: some GPU runners only bring back a handful.)
 #
 # GENESIS_DEVICE_STAGES (comma list, default all) picks the stages after the
-# build: tests, python, sanitizer, bench, replay, copy, tensor, pybench. GENESIS_SANITIZER_FILTER is
+# build: tests, python, sanitizer, bench, replay, copy, tensor, pybench, debugger. GENESIS_SANITIZER_FILTER is
 # the gtest filter for the compute-sanitizer run (default: everything but the
 # exhaustive suites, which take minutes under memcheck).
 # Every stage runs even if an earlier one failed (as far as it can); the exit
@@ -40,7 +41,7 @@ done
 export PATH
 
 STAGES=(); RESULTS=(); NOTES=()
-WANT="${GENESIS_DEVICE_STAGES:-tests,python,sanitizer,bench,replay,copy,tensor,pybench}"
+WANT="${GENESIS_DEVICE_STAGES:-tests,python,sanitizer,bench,replay,copy,tensor,pybench,debugger}"
 want() { [[ ",$WANT," == *",$1,"* ]]; }
 SAN_FILTER="${GENESIS_SANITIZER_FILTER:--*Exhaustive*}"
 record() { STAGES+=("$1"); RESULTS+=("$2"); NOTES+=("${3:-}"); echo "[$1] $2 ${3:-}"; }
@@ -282,6 +283,16 @@ elif compgen -G "$BUILD/python/genesis/_C*.so" >/dev/null; then
 else
   echo "Python module not built" | tee "$OUT/pybench.log"
   record pybench SKIP "module not built"
+fi
+
+# -------------------------------------------------------------- debugger ---
+log "debugger: scripts/debugger_gpu.sh (genesis-mem watching PyTorch and Genesis jobs, its cost)"
+if ! want debugger; then
+  echo "skipped (GENESIS_DEVICE_STAGES=$WANT)"
+elif [[ -x "$BUILD/genesis-mem" ]]; then
+  if bash scripts/debugger_gpu.sh "$BUILD" "$OUT"; then record debugger PASS; else record debugger FAIL "see debugger.log"; fi
+else
+  record debugger SKIP "genesis-mem not built"
 fi
 
 # --------------------------------------------------------------- summary ---

@@ -60,7 +60,8 @@ struct SampleBucket {
 /// Not thread-safe: the owner serialises add() and the readers.
 class SampleHistory {
  public:
-  static constexpr std::size_t kDefaultMaxBytes = std::size_t{5} << 20;
+  // 5 MB, not MiB: the bound users are promised per device, whatever the run length.
+  static constexpr std::size_t kDefaultMaxBytes = 5'000'000;
 
   /// Throws InvalidArgumentError when `max_bytes` holds fewer than 16 buckets.
   explicit SampleHistory(std::size_t max_bytes = kDefaultMaxBytes);
