@@ -41,6 +41,12 @@ std::string chrome_trace_json(const std::vector<memory::MemoryEvent>& events, co
   std::vector<bool> freed(events.size(), false);
   std::int64_t allocated = 0;
   std::int64_t reserved = 0;
+  // Reserved bytes are known only from segment events; histories without
+  // them (a trace source keeps allocations only) get no reserved counter
+  // rather than one stuck at 0.
+  const bool has_segments = std::any_of(events.begin(), events.end(), [](const memory::MemoryEvent& e) {
+    return e.action == EventAction::kSegmentAlloc || e.action == EventAction::kSegmentFree;
+  });
   for (std::size_t i = 0; i < events.size(); ++i) {
     const memory::MemoryEvent& e = events[i];
     const double ts = micros(e.time_ns, first);
@@ -91,12 +97,9 @@ std::string chrome_trace_json(const std::vector<memory::MemoryEvent>& events, co
         break;
     }
     if (counters) {
-      out.push_back({{"name", "memory"},
-                     {"ph", "C"},
-                     {"ts", ts},
-                     {"pid", 0},
-                     {"args", {{"allocated", std::max<std::int64_t>(0, allocated)},
-                               {"reserved", std::max<std::int64_t>(0, reserved)}}}});
+      json args = {{"allocated", std::max<std::int64_t>(0, allocated)}};
+      if (has_segments) args["reserved"] = std::max<std::int64_t>(0, reserved);
+      out.push_back({{"name", "memory"}, {"ph", "C"}, {"ts", ts}, {"pid", 0}, {"args", std::move(args)}});
     }
   }
   for (std::size_t i = 0; i < events.size(); ++i) {

@@ -120,8 +120,9 @@ void LeakDetector::add_sites(const std::string& device, std::uint64_t time_ns, c
   if (st.snapshots.size() > options_.max_site_snapshots) {
     // Drop the snapshot whose neighbours are closest together, so the kept
     // ones stay spread over the run; the first (baseline), the last, and
-    // those of the latest window (site growth is measured over it) are
-    // dropped only when nothing older is left to drop.
+    // those of the latest window and the one just before it (site growth is
+    // measured from there) are dropped only when nothing older is left to
+    // drop.
     const auto window_ns = static_cast<std::uint64_t>(options_.window_seconds * 1e9);
     const std::uint64_t recent = time_ns > window_ns ? time_ns - window_ns : 0;
     const auto& v = st.snapshots;
@@ -129,7 +130,7 @@ void LeakDetector::add_sites(const std::string& device, std::uint64_t time_ns, c
     for (int pass = 0; pass < 2 && drop == 0; ++pass) {
       std::uint64_t best_gap = UINT64_MAX;
       for (std::size_t i = 1; i + 1 < v.size(); ++i) {
-        if (pass == 0 && v[i].time_ns >= recent) break;
+        if (pass == 0 && v[i + 1].time_ns >= recent) break;
         const std::uint64_t gap = v[i + 1].time_ns - v[i - 1].time_ns;
         if (gap < best_gap) {
           best_gap = gap;

@@ -110,9 +110,11 @@ void MemoryDebugger::run_for_duration() {
   wait();
 }
 
-void MemoryDebugger::sample_round(std::uint64_t round,
+void MemoryDebugger::sample_round(std::uint64_t round, bool last,
                                   std::vector<std::pair<std::string, OOMPrediction>>& warnings) {
-  const bool want_sites = options_.tracking && (leak_ || oom_) && round % options_.sites_every == 0 &&
+  // The last round always reads sites, so reports end with where memory is
+  // held at the end, not sites_every - 1 rounds before it.
+  const bool want_sites = options_.tracking && (leak_ || oom_) && (last || round % options_.sites_every == 0) &&
                           source_.has_sites();
   std::vector<MemorySample> samples;
   std::vector<std::vector<SiteStat>> sites(want_sites ? devices_.size() : 0);
@@ -155,9 +157,14 @@ void MemoryDebugger::run() {
     std::vector<std::pair<std::string, OOMPrediction>> warnings;
     for (std::uint64_t round = 0;; ++round) {
       const bool more = round == 0 ? !stop_.load() : source_.advance_to(next, stop_);
+      const std::uint64_t now = source_.now_ns();
+      std::uint64_t following = next + interval_ns;
+      while (following <= now) following += interval_ns;  // fell behind: skip missed ticks
+      const bool last = !more || stop_.load() || source_.ended() ||
+                        (duration_ns > 0 && following > start + duration_ns);
       const std::uint64_t cpu0 = thread_cpu_ns();
       warnings.clear();
-      sample_round(round, warnings);
+      sample_round(round, last, warnings);
       for (const auto& [device, prediction] : warnings) {
         for (const auto& cb : warning_callbacks_) cb(device, prediction);
       }
@@ -169,11 +176,8 @@ void MemoryDebugger::run() {
         cost_.thread_cpu_ns = cpu1 - cpu_start;
         cost_.source_elapsed_ns = last_ns_ - first_ns_;
       }
-      if (!more || stop_.load() || source_.ended()) break;
-      const std::uint64_t now = source_.now_ns();
-      next += interval_ns;
-      while (next <= now) next += interval_ns;  // fell behind: skip missed ticks
-      if (duration_ns > 0 && next > start + duration_ns) break;
+      if (last || stop_.load()) break;
+      next = following;
     }
   } catch (...) {
     std::lock_guard<std::mutex> g(mutex_);

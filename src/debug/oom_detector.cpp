@@ -83,8 +83,13 @@ void OOMPredictor::add_sites(std::uint64_t time_ns, const std::vector<SiteStat>&
   while (site_snapshots_.size() > 2 && site_snapshots_[1].time_ns + horizon_ns < time_ns) {
     site_snapshots_.pop_front();
   }
-  // Bounded: thin the middle, keeping the oldest (the baseline) and the newest.
-  if (site_snapshots_.size() > kMaxSiteSnapshots) site_snapshots_.erase(site_snapshots_.begin() + 1);
+  // Bounded: thin the middle, keeping the oldest (the baseline) and the
+  // newest. Not the second oldest: that one is what moves the baseline up to
+  // the horizon's start above, and erasing it each time would pin the
+  // baseline at the first snapshot for good.
+  if (site_snapshots_.size() > kMaxSiteSnapshots) {
+    site_snapshots_.erase(site_snapshots_.begin() + static_cast<std::ptrdiff_t>(site_snapshots_.size() / 2));
+  }
 }
 
 OOMPrediction OOMPredictor::predict(const std::vector<SiteStat>& sites) const {

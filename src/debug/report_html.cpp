@@ -176,7 +176,7 @@ std::string html_report(const HtmlReportInput& in) {
      << "</title>\n<style>\n"
         "body{font-family:sans-serif;margin:2em;color:#222}h1{font-size:1.5em}"
         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;"
-        "text-align:left;vertical-align:top}pre{margin:0;font-size:0.85em}"
+        "text-align:left;vertical-align:top}td ul{margin:0;padding-left:1.2em}pre{margin:0;font-size:0.85em}"
         ".grid{stroke:#e5e5e5}.ax{font-size:11px;fill:#555}.ct{font-size:13px;font-weight:bold}"
         ".risk-low{color:#2a7}.risk-medium{color:#c80}.risk-high{color:#d40}.risk-critical{color:#c00;"
         "font-weight:bold}\n</style></head><body>\n";

@@ -92,7 +92,7 @@ void draw(const debug::MemorySource& source, const std::vector<debug::SourceDevi
     std::snprintf(line, sizeof line, "%s %-4s %9s / %-9s %s %5.1f%%  %+8.1f MB/s  ", i == selected ? ">" : " ",
                   devices[i].id.c_str(), format_bytes(s.used).c_str(), format_bytes(s.total).c_str(),
                   bar(s.utilization_percent() / 100.0, 12).c_str(), s.utilization_percent(),
-                  p.growth_rate_bytes_per_sec / 1e6);
+                  p.growth_rate_bytes_per_sec / 1048576.0);
     out += std::string(line) + risk_colour(p.risk_level, tty) + "  " +
            sparkline(v.recent, static_cast<std::size_t>(std::max(10, cols - 78))) + "\n";
   }

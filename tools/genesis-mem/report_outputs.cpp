@@ -38,10 +38,19 @@ int report_failure(const std::string& what) {
   return 2;
 }
 
+// Copies what is in `fd` (from its start) to standard error.
+void copy_to_stderr(int fd) {
+  char buf[4096];
+  ::lseek(fd, 0, SEEK_SET);
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) std::fwrite(buf, 1, static_cast<std::size_t>(n), stderr);
+}
+
 // Runs `PYTHON SCRIPT DATA PNG` with the first interpreter that has
 // matplotlib: $GENESIS_MEM_PYTHON, python3 on PATH, Debian's /usr/bin/python3
 // (a virtual environment first on PATH often lacks it). The script exits
-// with 3 when matplotlib is missing. Returns "" or what went wrong.
+// with 3 when matplotlib is missing; its standard error is shown only when
+// it failed otherwise (an interpreter without matplotlib is not an error
+// while another one has it). Returns "" or what went wrong.
 std::string run_plotter(const std::string& script, const std::string& data, const std::string& png) {
   std::vector<std::string> interpreters;
   if (const char* env = std::getenv("GENESIS_MEM_PYTHON"); env != nullptr && *env) interpreters.push_back(env);
@@ -53,13 +62,28 @@ std::string run_plotter(const std::string& script, const std::string& data, cons
     std::vector<char*> argv;
     for (std::string& s : args) argv.push_back(s.data());
     argv.push_back(nullptr);
+    char err_path[] = "/tmp/genesis-mem-plot-err-XXXXXX";
+    const int err_fd = ::mkstemp(err_path);
+    if (err_fd >= 0) ::unlink(err_path);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    if (err_fd >= 0) posix_spawn_file_actions_adddup2(&actions, err_fd, STDERR_FILENO);
     pid_t pid = 0;
-    if (::posix_spawnp(&pid, interpreter.c_str(), nullptr, nullptr, argv.data(), environ) != 0) continue;
+    const int spawned = ::posix_spawnp(&pid, interpreter.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (spawned != 0) {
+      if (err_fd >= 0) ::close(err_fd);
+      continue;
+    }
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
+    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    const bool no_matplotlib = WIFEXITED(status) && WEXITSTATUS(status) == 3;
+    if (!ok && !no_matplotlib && err_fd >= 0) copy_to_stderr(err_fd);
+    if (err_fd >= 0) ::close(err_fd);
+    if (ok) return {};
+    if (no_matplotlib) {
       error = "matplotlib is missing (install python3-matplotlib, or set GENESIS_MEM_PYTHON to a Python that has it)";
       continue;
     }
@@ -205,7 +229,7 @@ void print_summary(const std::string& kind, const debug::MemoryDebugger& d, std:
         const debug::OOMPrediction p = o->predict(dev.id);
         std::fprintf(out, "  OOM risk  %s (confidence %.2f): %.1f%% used, growing %.2f MB/s",
                      std::string(debug::risk_level_name(p.risk_level)).c_str(), p.confidence,
-                     p.current_usage_percent, p.growth_rate_bytes_per_sec / 1e6);
+                     p.current_usage_percent, p.growth_rate_bytes_per_sec / 1048576.0);
         if (p.predicted_oom_seconds >= 0) std::fprintf(out, ", OOM in %s", format_seconds(p.predicted_oom_seconds).c_str());
         std::fputc('\n', out);
         for (const std::string& r : p.recommendations) std::fprintf(out, "            - %s\n", r.c_str());

@@ -60,7 +60,7 @@ std::vector<std::string> pick_devices(const debug::MemorySource& source, const s
       std::string ids;
       for (const debug::SourceDevice& d : have) ids += (ids.empty() ? "" : ", ") + d.id;
       GENESIS_THROW(InvalidArgumentError, "unknown device '", w, "': ", source.describe(), " has ",
-                    ids.empty() ? std::string("no devices") : ids);
+                    ids.empty() ? std::string("no devices") : "devices: " + ids);
     }
     out.push_back(w);
   }

@@ -129,7 +129,7 @@ class MemoryDebugger {
 
  private:
   void run();
-  void sample_round(std::uint64_t round, std::vector<std::pair<std::string, OOMPrediction>>& warnings);
+  void sample_round(std::uint64_t round, bool last, std::vector<std::pair<std::string, OOMPrediction>>& warnings);
 
   MemorySource& source_;
   DebugOptions options_;

@@ -52,7 +52,8 @@ class OOMPrediction:
         self.risk_level = RiskLevel(raw["risk_level"])
         self.confidence = raw["confidence"]
         self.current_usage_percent = raw["current_usage_percent"]
-        self.growth_rate_mb_per_sec = raw["growth_rate_bytes_per_sec"] / 1e6
+        # MiB (2^20 bytes) per second, as in the JSON reports.
+        self.growth_rate_mb_per_sec = raw["growth_rate_bytes_per_sec"] / (1 << 20)
         t = raw["predicted_oom_seconds"]
         self.predicted_oom_time_seconds = None if t < 0 else t
         self.recommendations = list(raw["recommendations"])
@@ -99,6 +100,24 @@ def _default_entries():
     return [(h.label, h.label, h.allocator) for h in tracked_allocators()]
 
 
+def _unknown_source(source):
+    return ValueError(f"unknown source {source!r}: expected None or 'genesis' (this process's allocators), "
+                      "'nvml', a pid, genesis.tools.memory.Trace(path), or allocators")
+
+
+def _check_source_name(source):
+    """Rejects a source string open_source() would not know, before any sampling starts."""
+    if isinstance(source, str) and source not in ("genesis", "nvml") and not source.startswith("trace:"):
+        raise _unknown_source(source)
+
+
+def _positive(value, what):
+    v = float(value)
+    if not v > 0:
+        raise ValueError(f"{what} must be > 0, got {value!r}")
+    return v
+
+
 def open_source(source=None, devices=None):
     """A genesis._C.MemorySource for ``source`` (see the module docstring)."""
     gpu_ids = [int(d) for d in (devices or []) if str(d).isdigit()]
@@ -111,8 +130,7 @@ def open_source(source=None, devices=None):
             return _C.open_nvml_source(gpu_ids)
         if source.startswith("trace:"):
             return _C.open_trace_source(source[6:], 1.0, 0, "genesis")
-        raise ValueError(f"unknown source {source!r}: expected None or 'genesis' (this process's allocators), "
-                         "'nvml', a pid, genesis.tools.memory.Trace(path), or allocators")
+        raise _unknown_source(source)
     if isinstance(source, Trace):
         return _C.open_trace_source(source.path, source.speed, source.capacity, source.config)
     if isinstance(source, bool):
@@ -136,6 +154,7 @@ class _Tool:
     _tools = {}
 
     def __init__(self, interval, source, devices, duration=0.0, **options):
+        _check_source_name(source)
         self._source_arg = source
         self._devices = [str(d) for d in (devices or [])]
         self._interval = float(interval)
@@ -311,8 +330,9 @@ class MemoryLeakDetector(_Tool):
 
     def __init__(self, threshold_mb_per_min=10.0, window=60.0, enable_tracking=False, sampling_interval=0.1,
                  devices=None, source=None, duration=0.0):
-        super().__init__(sampling_interval, source, devices, duration, leak_threshold=float(threshold_mb_per_min),
-                         leak_window=float(window), tracking=True)
+        super().__init__(sampling_interval, source, devices, duration,
+                         leak_threshold=_positive(threshold_mb_per_min, "leak threshold (MB per minute)"),
+                         leak_window=_positive(window, "leak window (seconds)"), tracking=True)
         self._tracking = False
         if enable_tracking:
             self.enable_tracking()
@@ -370,8 +390,11 @@ class MemoryDebugger(_Tool):
 
     def __init__(self, sampling_interval=0.1, devices=None, source=None, duration=0.0, oom_threshold=85.0,
                  leak_threshold_mb_per_min=10.0, leak_window=60.0, warning_callback=None):
+        if not 0 < float(oom_threshold) <= 100:
+            raise ValueError(f"oom_threshold must be a percentage in (0, 100], got {oom_threshold!r}")
         super().__init__(sampling_interval, source, devices, duration, oom_threshold=float(oom_threshold),
-                         leak_threshold=float(leak_threshold_mb_per_min), leak_window=float(leak_window))
+                         leak_threshold=_positive(leak_threshold_mb_per_min, "leak threshold (MB per minute)"),
+                         leak_window=_positive(leak_window, "leak window (seconds)"))
         if warning_callback is not None:
             self._callbacks.append(warning_callback)
 

@@ -1,0 +1,180 @@
+"""genesis-mem as a program: bad input, watched commands, Ctrl-C, output
+errors, and the same commands through python -m genesis.tools.memory."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import memtrace
+from memtrace import run_genesis_mem
+
+pytestmark = pytest.mark.skipif(memtrace.genesis_mem_path() is None,
+                                reason="genesis-mem is not built next to the genesis package (build target genesis-mem)")
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory):
+    """Ten minutes of a steady training job (trace time)."""
+    return memtrace.steady_training(tmp_path_factory.mktemp("cli") / "steady.csv")
+
+
+def one_line_error(p):
+    """The error line of a failed run (exactly one line on stderr)."""
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("genesis-mem: error: "), lines[0]
+    return lines[0]
+
+
+def test_version():
+    p = run_genesis_mem("--version")
+    assert p.returncode == 0
+    assert p.stdout.startswith("genesis-mem ") and p.stdout.strip().split()[-1][0].isdigit()
+
+
+def test_bad_inputs_fail_with_one_line_naming_the_problem(trace, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("time_us,action,addr,size,stream\n0,alloc,0x10,100,0\n5,alloc,0x20,abc,0\n")
+    cases = [
+        (["frobnicate"], ["unknown command 'frobnicate'", "profile"]),
+        (["profile", "--frobnicate"], ["--frobnicate"]),
+        (["profile", "--trace", trace.path, "--speed", "max", "--devices", "7"], ["unknown device '7'", "0"]),
+        (["profile", "--pid", "999999999"], ["999999999"]),
+        (["profile", "--", "/nonexistent/genesis-mem-test-cmd"], ["cannot run", "/nonexistent/genesis-mem-test-cmd"]),
+        (["profile", "--trace", bad, "--speed", "max"], ["bad.csv:3", "size", "abc"]),
+        (["profile", "--trace", tmp_path / "missing.csv"], ["missing.csv"]),
+        (["profile", "--trace", trace.path, "--speed", "fast"], ["speed", "fast"]),
+        (["profile", "--trace", trace.path, "--interval", "0"], ["--interval"]),
+        (["leak", "--trace", trace.path, "--threshold", "0"], ["--threshold"]),
+        (["oom", "--trace", trace.path, "--threshold", "150"], ["--threshold", "150"]),
+    ]
+    for args, words in cases:
+        p = run_genesis_mem(*args)
+        assert p.returncode == 2, (args, p.stderr)
+        line = one_line_error(p)
+        for w in words:
+            assert w in line, (args, line)
+        assert p.stdout == "", args
+
+
+def test_unwritable_output_fails_before_watching(trace):
+    started = time.monotonic()
+    # At real speed the trace would take ten minutes: the check comes first.
+    p = run_genesis_mem("profile", "--trace", trace.path, "--speed", "1", "--duration", "0",
+                        "-o", "/nonexistent/dir/report.json", timeout=20)
+    assert p.returncode == 2
+    assert time.monotonic() - started < 10
+    line = one_line_error(p)
+    assert "/nonexistent/dir/report.json" in line and "No such file or directory" in line
+
+
+def test_no_nvml_names_the_other_sources():
+    from genesis import _C
+
+    if _C.nvml_available():
+        pytest.skip("NVML is available here: the default source works")
+    p = run_genesis_mem("profile", "--duration", "1")
+    assert p.returncode != 0
+    line = one_line_error(p)
+    assert "NVML" in line and "--trace" in line and "--pid" in line
+
+
+def test_stdout_full_is_an_error(trace):
+    with open("/dev/full", "w") as full:
+        for extra in ([], ["--json"]):
+            p = subprocess.run([str(memtrace.genesis_mem_path()), "profile", "--trace", trace.path, "--speed", "max",
+                                "-q", *extra], stdout=full, stderr=subprocess.PIPE, text=True, timeout=30)
+            assert p.returncode != 0, extra
+            assert "standard output" in p.stderr
+
+
+def test_watched_command_exit_status_is_reported(tmp_path):
+    out = tmp_path / "child.json"
+    p = run_genesis_mem("profile", "--duration", "0", "--interval", "0.05", "-q", "-o", out, "--",
+                        "sh", "-c", "sleep 0.3; exit 3")
+    assert p.returncode == 1
+    assert "exited with 3" in p.stderr
+    r = json.loads(out.read_text())
+    assert "sh -c" in r["source"]
+    (dev,) = r["devices"].values()
+    assert dev["statistics"]["num_snapshots"] >= 3
+
+
+def test_watched_command_success_is_status_0(tmp_path):
+    p = run_genesis_mem("profile", "--duration", "0", "-q", "--json", "--", "true")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["devices"]
+
+
+def start_watching(trace, out):
+    proc = subprocess.Popen([str(memtrace.genesis_mem_path()), "profile", "--trace", trace.path, "--speed", "1",
+                             "--duration", "0", "--interval", "0.05", "-q", "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    assert proc.poll() is None, proc.communicate()
+    return proc
+
+
+def test_ctrl_c_stops_and_writes_the_report(trace, tmp_path):
+    out = tmp_path / "partial.json"
+    proc = start_watching(trace, out)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=20)
+    assert proc.returncode == 0, stderr
+    stats = json.loads(out.read_text())["devices"]["0"]["statistics"]
+    # About one second of the ten-minute trace was watched.
+    assert stats["num_snapshots"] >= 10
+    assert 0.5 < stats["duration_seconds"] < 10
+    assert "observed" in stdout
+
+
+def test_ctrl_c_twice_exits_130(trace, tmp_path):
+    proc = start_watching(trace, tmp_path / "never.json")
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.005)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=20)
+    assert proc.returncode == 130, stderr
+    assert "interrupted twice" in stderr
+
+
+# --- python -m genesis.tools.memory ---------------------------------------------
+
+def run_module(*args):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [_package_dir(), env.get("PYTHONPATH")] if p)
+    return subprocess.run([sys.executable, "-m", "genesis.tools.memory", *map(str, args)], capture_output=True,
+                          text=True, timeout=60, env=env)
+
+
+def _package_dir():
+    import genesis
+
+    return os.path.dirname(os.path.dirname(os.path.abspath(genesis.__file__)))
+
+
+def test_module_profile(trace):
+    p = run_module("profile", "--trace", trace.path, "--speed", "max", "--duration", "0", "--json", "-q")
+    assert p.returncode == 0, p.stderr
+    dev = json.loads(p.stdout)["devices"]["0"]
+    assert dev["peak_memory"] == trace.peak_block_bytes
+
+
+def test_module_leak_check(tmp_path):
+    leaky = memtrace.leaky_training(tmp_path / "leaky.csv")
+    p = run_module("leak", "--trace", leaky.path, "--speed", "max", "--duration", "0", "--check",
+                   "--enable-tracking", "-q")
+    assert p.returncode == 3, p.stderr
+    assert "leaky.py:42 in train_step" in p.stdout
+
+
+def test_module_errors():
+    p = run_module("frobnicate")
+    assert p.returncode == 2
+    assert "unknown command 'frobnicate'" in p.stderr
+    assert "python -m genesis.tools.memory" in p.stderr or "genesis-mem" in p.stderr
