@@ -120,9 +120,8 @@ void LeakDetector::add_sites(const std::string& device, std::uint64_t time_ns, c
   if (st.snapshots.size() > options_.max_site_snapshots) {
     // Drop the snapshot whose neighbours are closest together, so the kept
     // ones stay spread over the run; the first (baseline), the last, and
-    // those of the latest window and the one just before it (site growth is
-    // measured from there) are dropped only when nothing older is left to
-    // drop.
+    // those of the latest window (site growth is measured over it) are
+    // dropped only when nothing older is left to drop.
     const auto window_ns = static_cast<std::uint64_t>(options_.window_seconds * 1e9);
     const std::uint64_t recent = time_ns > window_ns ? time_ns - window_ns : 0;
     const auto& v = st.snapshots;
@@ -130,7 +129,7 @@ void LeakDetector::add_sites(const std::string& device, std::uint64_t time_ns, c
     for (int pass = 0; pass < 2 && drop == 0; ++pass) {
       std::uint64_t best_gap = UINT64_MAX;
       for (std::size_t i = 1; i + 1 < v.size(); ++i) {
-        if (pass == 0 && v[i + 1].time_ns >= recent) break;
+        if (pass == 0 && v[i].time_ns >= recent) break;
         const std::uint64_t gap = v[i + 1].time_ns - v[i - 1].time_ns;
         if (gap < best_gap) {
           best_gap = gap;
@@ -183,7 +182,17 @@ LeakReport LeakDetector::report(const std::string& device) const {
   if (st.snapshots.size() >= 2) {
     const Snapshot& now = st.snapshots.back();
     const auto window_ns = static_cast<std::uint64_t>(options_.window_seconds * 1e9);
-    const Snapshot* then = at_or_before(st, now.time_ns >= window_ns ? now.time_ns - window_ns : 0);
+    // The snapshot nearest to one window ago: thinning may have left none
+    // close before it, and growth over a much longer span would be reported
+    // as the window's.
+    const std::uint64_t target = now.time_ns >= window_ns ? now.time_ns - window_ns : 0;
+    const auto distance = [target](const Snapshot& x) {
+      return x.time_ns > target ? x.time_ns - target : target - x.time_ns;
+    };
+    const Snapshot* then = &st.snapshots.front();
+    for (const Snapshot& s : st.snapshots) {
+      if (&s != &now && distance(s) < distance(*then)) then = &s;
+    }
     if (then != &now) {
       const double minutes = static_cast<double>(now.time_ns - then->time_ns) * 1e-9 / 60.0;
       std::unordered_map<std::uint32_t, std::uint64_t> before;
