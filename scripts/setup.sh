@@ -25,6 +25,7 @@ PACKAGES=(
   pybind11-dev libdlpack-dev python3-dev python3-numpy python3-pytest python3-hypothesis python3-matplotlib
   clang-14 libclang-rt-14-dev
   libopenblas-dev
+  libcpp-httplib-dev libssl-dev prometheus
 )
 
 log() { printf '\n==> %s\n' "$*"; }

@@ -66,6 +66,8 @@ int genesis_mem_main(int argc, char** argv) {
   commands.push_back(add_replay_command(app));
   for (Command& c : add_watch_commands(app)) commands.push_back(std::move(c));
   commands.push_back(add_interactive_command(app));
+  commands.push_back(add_exporter_command(app));
+  commands.push_back(add_distributed_command(app));
 
   // CLI11 answers an unknown first word with "A subcommand is required",
   // which hides the typo: name it and what exists instead.

@@ -30,4 +30,10 @@ std::vector<Command> add_watch_commands(CLI::App& app);
 /// `genesis-mem interactive ...` (interactive_command.cpp).
 Command add_interactive_command(CLI::App& app);
 
+/// `genesis-mem exporter ...` (exporter_command.cpp).
+Command add_exporter_command(CLI::App& app);
+
+/// `genesis-mem distributed --role master|worker ...` (distributed_command.cpp).
+Command add_distributed_command(CLI::App& app);
+
 }  // namespace genesis::tools

@@ -1,0 +1,147 @@
+// The read-only metrics endpoint (Note [Metrics endpoint]).
+#include "genesis/debug/metrics_server.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include <httplib.h>
+
+#include "genesis/core/error.h"
+#include "genesis/debug/memory_debugger.h"
+#include "genesis/debug/memory_metrics.h"
+#include "genesis/debug/metrics.h"
+#include "genesis/memory/device_allocators.h"
+#include "http_util.h"
+
+namespace genesis::debug {
+
+struct MetricsServer::Impl {
+  httplib::Server server;
+  std::thread thread;
+};
+
+MetricsServer::MetricsServer(const std::string& bind, int port, Render render, std::string title, std::string hint)
+    : impl_(std::make_unique<Impl>()), bind_(bind) {
+  detail::check_port(port, true, hint.c_str());
+  if (!render) GENESIS_THROW(InvalidArgumentError, "MetricsServer needs a render function");
+  httplib::Server& s = impl_->server;
+  s.set_read_timeout(5, 0);
+  s.set_write_timeout(5, 0);
+  s.Get("/metrics", [render](const httplib::Request&, httplib::Response& res) {
+    try {
+      res.set_content(render(), kMetricsContentType);
+    } catch (const std::exception& e) {
+      res.status = 500;
+      res.set_content(std::string("cannot render metrics: ") + e.what() + "\n", "text/plain");
+    }
+  });
+  const std::string index = "<html><head><title>" + title + "</title></head><body><h1>" + title +
+                            "</h1><p><a href=\"/metrics\">/metrics</a></p></body></html>\n";
+  s.Get("/", [index](const httplib::Request&, httplib::Response& res) { res.set_content(index, "text/html"); });
+  auto read_only = [](const httplib::Request&, httplib::Response& res) {
+    res.status = 405;
+    res.set_header("Allow", "GET");
+    res.set_content("read-only: GET /metrics\n", "text/plain");
+  };
+  for (const char* path : {"/metrics", "/"}) {
+    s.Post(path, read_only);
+    s.Put(path, read_only);
+    s.Delete(path, read_only);
+    s.Patch(path, read_only);
+  }
+  port_ = detail::bind_server(s, bind, port, hint);
+  detail::start_listening(impl_->server, impl_->thread);
+}
+
+MetricsServer::~MetricsServer() { stop(); }
+
+void MetricsServer::stop() {
+  if (!impl_) return;
+  impl_->server.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+// --- this process's endpoint --------------------------------------------------
+
+namespace {
+
+struct ProcessEndpoint {
+  std::unique_ptr<MemorySource> source;
+  std::unique_ptr<MemoryDebugger> debugger;
+  std::unique_ptr<FiguresCollector> collector;
+  std::unique_ptr<MetricsServer> server;
+
+  ~ProcessEndpoint() {
+    // The server renders from the collector, the collector reads the
+    // debugger, the debugger samples the source: stop in that order.
+    if (server) server->stop();
+    if (debugger) debugger->stop();
+  }
+};
+
+std::mutex g_mutex;
+std::unique_ptr<ProcessEndpoint> g_endpoint;
+
+}  // namespace
+
+int start_metrics_server(int port, const std::string& bind) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_endpoint) {
+    GENESIS_THROW(InvalidArgumentError, "a metrics server already runs in this process (port ",
+                  g_endpoint->server->port(), ")");
+  }
+  auto e = std::make_unique<ProcessEndpoint>();
+  std::vector<NamedAllocator> allocators = process_cuda_allocators();
+  allocators.push_back(NamedAllocator{"host", "host (pageable)", &memory::host_allocator()});
+  e->source = open_allocator_source(std::move(allocators));
+  DebugOptions o;
+  o.interval_s = 1;
+  o.profile = false;
+  o.fragment = false;
+  o.tracking = false;
+  e->debugger = std::make_unique<MemoryDebugger>(*e->source, o);
+  e->collector = std::make_unique<FiguresCollector>(*e->debugger, NodeIdentity::from_environment(), true);
+  FiguresCollector* collector = e->collector.get();
+  e->server = std::make_unique<MetricsServer>(
+      bind, port,
+      [collector] {
+        const NodeFigures n = collector->figures();
+        MetricsWriter w;
+        write_memory_metrics(w, {&n});
+        return w.take();
+      },
+      "Genesis memory metrics", "port=");
+  e->debugger->start();
+  const int got = e->server->port();
+  g_endpoint = std::move(e);
+  return got;
+}
+
+void stop_metrics_server() {
+  std::unique_ptr<ProcessEndpoint> e;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    e = std::move(g_endpoint);
+  }
+}
+
+int metrics_server_port() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_endpoint ? g_endpoint->server->port() : 0;
+}
+
+int start_metrics_server_from_environment() {
+  const char* value = std::getenv("GENESIS_METRICS_PORT");
+  if (value == nullptr || *value == '\0') return 0;
+  char* end = nullptr;
+  const long port = std::strtol(value, &end, 10);
+  if (end == value || *end != '\0' || port < 0 || port > 65535) {
+    GENESIS_THROW(InvalidArgumentError, "GENESIS_METRICS_PORT=", value, ": expected a port number 0..65535");
+  }
+  if (metrics_server_port() != 0) return metrics_server_port();
+  const char* bind = std::getenv("GENESIS_METRICS_BIND");
+  return start_metrics_server(static_cast<int>(port), bind != nullptr && *bind != '\0' ? bind : "127.0.0.1");
+}
+
+}  // namespace genesis::debug
