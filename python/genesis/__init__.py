@@ -88,3 +88,14 @@ __all__ = [
     "float32", "float64", "half", "float", "double", "short", "int", "long",
 ]
 __all__ += _tensor_all  # tensors (SPEC T)
+
+# GENESIS_METRICS_PORT: serve this process's memory figures to Prometheus
+# (genesis.tools.memory.start_metrics_server). A port in use must not make
+# `import genesis` fail: it warns instead.
+if _os.environ.get("GENESIS_METRICS_PORT"):
+    try:
+        _C.start_metrics_server_from_environment()
+    except Exception as _e:  # noqa: BLE001 - any failure is reported, not raised
+        import warnings as _warnings
+
+        _warnings.warn(f"genesis: metrics server not started: {_e}", RuntimeWarning, stacklevel=2)

@@ -61,5 +61,8 @@ void bind_tensor(py::module_& m);
 /// Memory sources, genesis._C.MemoryDebugger and its reports, and
 /// genesis_mem_main (debug_tools.cpp).
 void bind_debug_tools(py::module_& m);
+/// The metrics endpoint and the distributed memory monitor's roles
+/// (distributed_tools.cpp).
+void bind_distributed_tools(py::module_& m);
 
 }  // namespace genesis::python

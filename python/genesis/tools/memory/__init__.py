@@ -27,10 +27,12 @@ import time
 from ... import _C
 from ..._registry import AllocatorHandle, process_allocators, tracked_allocators
 from ..._allocator_view import AllocatorView
+from .distributed import DistributedMemoryMonitor, metrics_server_port, start_metrics_server, stop_metrics_server
 
 __all__ = [
     "MemoryDebugger", "MemoryProfiler", "OOMDetector", "MemoryLeakDetector", "FragmentationAnalyzer",
     "OOMPrediction", "RiskLevel", "Trace", "open_source", "main",
+    "DistributedMemoryMonitor", "start_metrics_server", "stop_metrics_server", "metrics_server_port",
 ]
 
 
