@@ -311,7 +311,8 @@ def test_master_needs_a_token_off_loopback(cluster):
 def test_python_monitor_and_in_process_endpoint(tmp_path):
     from genesis.tools.memory import DistributedMemoryMonitor, Trace, start_metrics_server, stop_metrics_server
 
-    with DistributedMemoryMonitor("master", port=0, token=TOKEN) as master:
+    sd_file = tmp_path / "sd.json"
+    with DistributedMemoryMonitor("master", port=0, token=TOKEN, sd_file=sd_file) as master:
         port = master.port
         trace = Trace(hold_trace(tmp_path / "t.csv", 300), speed=1, capacity=CAPACITY)
         with DistributedMemoryMonitor("worker", port=port, master_host="127.0.0.1", token=TOKEN, source=trace,
@@ -321,6 +322,8 @@ def test_python_monitor_and_in_process_endpoint(tmp_path):
             assert st["nodes"][0]["node"] == "py"
             assert st["nodes"][0]["devices"][0]["allocated"] == 300 * MiB
             assert metric_value(master.metrics(), "genesis_node_up", node="py") == 1
+            assert worker.metrics_endpoint == ""  # no metrics_port: nothing to list
+            assert wait_for(lambda: sd_file.read_text() == "[]\n", 3, "SD file")
         master.write_report(tmp_path / "r.json")
         assert json.loads((tmp_path / "r.json").read_text())["nodes"][0]["node"] == "py"
     with pytest.raises(ValueError):

@@ -76,6 +76,10 @@ class DistributedMemoryMonitor:
         if role == "master":
             self._impl = _C.DistributedMaster(int(port), str(bind), _token(token), os.fspath(sd_file or ""),
                                               float(down_after_intervals), int(max_body_bytes))
+            self._ticker_stop = threading.Event()
+            if sd_file:
+                # The service-discovery file follows the workers that come and go.
+                threading.Thread(target=self._tick, name="genesis-sd-file", daemon=True).start()
             return
         if not master_host:
             raise ValueError("a worker needs master_host")
@@ -104,8 +108,17 @@ class DistributedMemoryMonitor:
     def stop(self):
         """Stops the role (idempotent)."""
         with self._lock:
+            if self.role == "master":
+                self._ticker_stop.set()
             if self._impl is not None:
                 self._impl.stop()
+
+    def _tick(self):
+        while not self._ticker_stop.wait(1.0):
+            try:
+                self._impl.tick()
+            except Exception:  # noqa: BLE001 - a failed write is retried at the next tick
+                pass
 
     def __enter__(self):
         return self.start()
