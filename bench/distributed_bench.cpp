@@ -128,8 +128,13 @@ void in_process(int nodes, int devices) {
     const std::string status = state.status_json(3.5);
     const double t2 = wall_seconds();
     if (k == 1) {
-      std::printf("RESULT nodes=%d devices=%d metrics_render_ms=%.1f metrics_bytes=%zu status_render_ms=%.1f status_bytes=%zu\n",
-                  nodes, devices, (t1 - t0) * 1e3, text.size(), (t2 - t1) * 1e3, status.size());
+      std::size_t series = 0;
+      for (std::size_t p = 0; p < text.size(); p = text.find('\n', p) + 1) {
+        if (text[p] != '#') ++series;
+      }
+      std::printf("RESULT nodes=%d devices=%d metrics_render_ms=%.1f metrics_bytes=%zu series=%zu "
+                  "status_render_ms=%.1f status_bytes=%zu\n",
+                  nodes, devices, (t1 - t0) * 1e3, text.size(), series, (t2 - t1) * 1e3, status.size());
     }
   }
 }

@@ -419,3 +419,14 @@ def test_metrics_port_environment_starts_the_endpoint_on_import():
     out = subprocess.run([sys.executable, "-W", "always", "-c", "import genesis"], capture_output=True, text=True,
                          env=env, timeout=30)
     assert out.returncode == 0 and "metrics server not started" in out.stderr, out.stderr
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed (apt-get install prometheus)")
+def test_shipped_prometheus_rules_are_valid():
+    rules = pathlib.Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "genesis_rules.yml"
+    out = subprocess.run(["promtool", "check", "rules", str(rules)], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "SUCCESS" in out.stdout
+    for name in ("GenesisMemoryOOMRiskHigh", "GenesisMemoryOOMRiskCritical", "GenesisMemoryLeak",
+                 "GenesisMemoryImbalance", "GenesisNodeDown"):
+        assert name in rules.read_text()
