@@ -35,6 +35,15 @@ std::string seconds_text(double s) {
   return buf;
 }
 
+// Names come from the workers: no control characters reach the terminal.
+std::string printable(std::string text, std::size_t width) {
+  for (char& c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) c = '?';
+  }
+  return text.substr(0, width);
+}
+
 json place_json(const DevicePlace& p) { return {{"node", p.node}, {"device", p.device}, {"value", p.value}}; }
 
 }  // namespace
@@ -66,7 +75,7 @@ std::string MasterState::metrics_text(double now_s) const {
   w.sample({}, static_cast<double>(reports_total()));
   w.family("genesis_distributed_rejected_reports_total", "Reports turned away, by reason.", MetricType::counter);
   std::map<std::string, std::uint64_t> counts = rejected();
-  for (const char* reason : {"unauthorized", "replayed", "stale", "too_large", "malformed"}) {
+  for (const char* reason : {"unauthorized", "replayed", "stale", "too_large", "malformed", "too_many_nodes"}) {
     counts.try_emplace(reason, 0);
   }
   for (const auto& [reason, count] : counts) w.sample({{"reason", reason}}, static_cast<double>(count));
@@ -152,10 +161,10 @@ std::string MasterState::table(double now_s) const {
                 "UTIL", "RISK", "OOM IN", "STATE");
   out += line;
   for (const NodeState& n : all) {
-    const std::string name = node_display_name(n.figures.identity).substr(0, 24);
+    const std::string name = printable(node_display_name(n.figures.identity), 24);
     for (const DeviceFigures& d : n.figures.devices) {
       std::snprintf(line, sizeof line, "%-24s %-6s %11s %11s %5.1f%% %-8s %8s %s\n", name.c_str(),
-                    d.device.substr(0, 6).c_str(), bytes_text(d.sample.used).c_str(),
+                    printable(d.device, 6).c_str(), bytes_text(d.sample.used).c_str(),
                     bytes_text(d.sample.total).c_str(), d.sample.utilization_percent(),
                     std::string(risk_level_name(d.risk_level)).c_str(), seconds_text(d.predicted_oom_seconds).c_str(),
                     n.up ? "up" : "DOWN");
@@ -169,19 +178,20 @@ std::string MasterState::table(double now_s) const {
   }
   if (s.devices >= 2) {
     std::snprintf(line, sizeof line, "most loaded: %s device %s (%.1f%%); least loaded: %s device %s (%.1f%%)\n",
-                  s.most_loaded.node.c_str(), s.most_loaded.device.c_str(), s.most_loaded.value,
-                  s.least_loaded.node.c_str(), s.least_loaded.device.c_str(), s.least_loaded.value);
+                  printable(s.most_loaded.node, 80).c_str(), printable(s.most_loaded.device, 16).c_str(),
+                  s.most_loaded.value, printable(s.least_loaded.node, 80).c_str(),
+                  printable(s.least_loaded.device, 16).c_str(), s.least_loaded.value);
     out += line;
   }
   if (s.devices >= 1) {
-    std::snprintf(line, sizeof line, "closest to OOM: %s device %s (%s)\n", s.closest_to_oom.node.c_str(),
-                  s.closest_to_oom.device.c_str(),
+    std::snprintf(line, sizeof line, "closest to OOM: %s device %s (%s)\n",
+                  printable(s.closest_to_oom.node, 80).c_str(), printable(s.closest_to_oom.device, 16).c_str(),
                   s.closest_to_oom.value >= 0 ? ("OOM in " + seconds_text(s.closest_to_oom.value)).c_str()
                                               : "no OOM predicted");
     out += line;
   }
   const std::size_t first = s.warnings.size() > 5 ? s.warnings.size() - 5 : 0;
-  for (std::size_t i = first; i < s.warnings.size(); ++i) out += "warning: " + s.warnings[i] + '\n';
+  for (std::size_t i = first; i < s.warnings.size(); ++i) out += "warning: " + printable(s.warnings[i], 300) + '\n';
   return out;
 }
 

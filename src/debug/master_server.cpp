@@ -38,6 +38,7 @@ struct MasterServer::Impl {
   void handle_report(const httplib::Request& req, httplib::Response& res) {
     if (req.body.size() > options.max_body_bytes) {
       reply(res, 413, "too_large", "report over " + std::to_string(options.max_body_bytes) + " bytes");
+      res.set_header("X-Genesis-Counted", "1");
       return;
     }
     if (verifier) {
@@ -57,7 +58,10 @@ struct MasterServer::Impl {
       reply(res, 400, "malformed", e.message());
       return;
     }
-    state.accept(std::move(figures), now_s(), req.remote_addr);
+    if (!state.accept(std::move(figures), now_s(), req.remote_addr)) {
+      reply(res, 429, "", "too many nodes: the master keeps at most " + std::to_string(state.options().max_nodes));
+      return;
+    }
     res.set_content("{\"ok\": true}\n", "application/json");
   }
 };
@@ -88,7 +92,7 @@ MasterServer::MasterServer(MasterState& state, MasterServerOptions options)
   // itself (and counts it); larger bodies httplib turns away unread.
   s.set_payload_max_length(o.max_body_bytes + 1);
   s.set_logger([&m](const httplib::Request&, const httplib::Response& res) {
-    if (res.status == 413 && res.body.empty()) m.state.reject("too_large");
+    if (res.status == 413 && !res.has_header("X-Genesis-Counted")) m.state.reject("too_large");
   });
   s.Post("/report", [&m](const httplib::Request& req, httplib::Response& res) { m.handle_report(req, res); });
   s.Get("/metrics", [&m](const httplib::Request&, httplib::Response& res) {

@@ -25,15 +25,20 @@ MasterState::MasterState(MasterOptions options) : options_(options) {
   if (!(options_.down_after_intervals > 0)) {
     GENESIS_THROW(InvalidArgumentError, "down_after_intervals must be > 0");
   }
+  if (options_.max_nodes == 0) GENESIS_THROW(InvalidArgumentError, "max_nodes must be > 0");
 }
 
 bool MasterState::is_up(const NodeState& n, double now_s, double intervals) noexcept {
   return now_s - n.last_seen_s <= intervals * n.figures.interval_s;
 }
 
-void MasterState::accept(NodeFigures figures, double now_s, std::string peer) {
+bool MasterState::accept(NodeFigures figures, double now_s, std::string peer) {
   std::string key = figures.identity.node + '\x1f' + figures.identity.rank;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (nodes_.size() >= options_.max_nodes && nodes_.count(key) == 0) {
+    ++rejected_["too_many_nodes"];
+    return false;
+  }
   ++reports_;
   auto [it, fresh] = nodes_.try_emplace(std::move(key));
   NodeState& n = it->second;
@@ -42,6 +47,7 @@ void MasterState::accept(NodeFigures figures, double now_s, std::string peer) {
   n.peer = std::move(peer);
   n.last_seen_s = now_s;
   ++n.reports;
+  return true;
 }
 
 void MasterState::reject(const std::string& reason) {

@@ -122,6 +122,25 @@ TEST(MasterState, NodesGoDownAfterThreeIntervalsAndComeBack) {
   EXPECT_EQ(s.summary(1e6).nodes_up, 0u);
 }
 
+TEST(MasterState, NodeCountIsCapped) {
+  MasterOptions o;
+  o.max_nodes = 2;
+  MasterState s(o);
+  EXPECT_TRUE(s.accept(node("a", 1, 10), 0));
+  EXPECT_TRUE(s.accept(node("b", 1, 10), 0));
+  EXPECT_FALSE(s.accept(node("c", 1, 10), 0));
+  EXPECT_TRUE(s.accept(node("a", 2, 10), 1));  // known nodes still report
+  EXPECT_EQ(s.nodes(1).size(), 2u);
+  EXPECT_EQ(s.rejected().at("too_many_nodes"), 1u);
+  const std::string table = [&] {
+    NodeFigures evil = node("\x1b[2Jx", 1, 10);
+    MasterState t;
+    t.accept(evil, 0);
+    return t.table(0);
+  }();
+  EXPECT_EQ(table.find('\x1b'), std::string::npos);
+}
+
 TEST(MasterState, SummaryFindsImbalanceAndClosestToOom) {
   MasterState s;
   s.accept(node("a", 2 * testing::kGiB, 10 * testing::kGiB), 0);

@@ -60,6 +60,9 @@ struct JobSummary {
 
 struct MasterOptions {
   double down_after_intervals = 3;  ///< Note [Node liveness]
+  /// Nodes are never removed: a cap keeps a misbehaving (authenticated)
+  /// sender from growing the master without bound.
+  std::size_t max_nodes = 100000;
 };
 
 /// The nodes and the counters of a master. Thread-safe.
@@ -68,7 +71,9 @@ class MasterState {
   explicit MasterState(MasterOptions options = {});
 
   /// Records a report received at `now_s` (any monotonic clock in seconds).
-  void accept(NodeFigures figures, double now_s, std::string peer = {});
+  /// Returns false (and counts a "too_many_nodes" rejection) for a new node
+  /// beyond max_nodes.
+  bool accept(NodeFigures figures, double now_s, std::string peer = {});
   /// Counts a report turned away, by reason ("unauthorized", "too_large",
   /// "malformed", ...).
   void reject(const std::string& reason);
