@@ -9,8 +9,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <system_error>
+
+#include <sys/stat.h>
 
 #include "genesis/core/error.h"
 
@@ -43,6 +46,89 @@ std::uint16_t TraceBuilder::stream_index(StreamId stream) {
 }
 
 void TraceBuilder::alloc(std::uintptr_t addr, std::uint64_t size, StreamId stream) {
+  add_alloc(addr, size, stream);
+  note_no_time();
+  note_no_site();
+}
+
+void TraceBuilder::alloc(std::uintptr_t addr, std::uint64_t size, StreamId stream, std::uint64_t time_us,
+                         std::string_view site) {
+  add_alloc(addr, size, stream);
+  note_time(time_us);
+  note_site(site);
+}
+
+void TraceBuilder::alloc_at_site(std::uintptr_t addr, std::uint64_t size, StreamId stream, std::string_view site) {
+  add_alloc(addr, size, stream);
+  note_no_time();
+  note_site(site);
+}
+
+void TraceBuilder::free(std::uintptr_t addr, StreamId stream) {
+  add_free(addr, stream);
+  note_no_time();
+  note_no_site();
+}
+
+void TraceBuilder::free(std::uintptr_t addr, StreamId stream, std::uint64_t time_us) {
+  add_free(addr, stream);
+  note_time(time_us);
+  note_no_site();
+}
+
+void TraceBuilder::note_time(std::uint64_t time_us) {
+  // Events before the first time stamp take it (Note [Trace times and sites]).
+  if (trace_.time_us.size() + 1 < trace_.events.size()) trace_.time_us.resize(trace_.events.size() - 1, time_us);
+  trace_.time_us.push_back(time_us);
+}
+
+void TraceBuilder::note_no_time() {
+  if (!trace_.time_us.empty()) trace_.time_us.push_back(trace_.time_us.back());
+}
+
+void TraceBuilder::note_site(std::string_view site) {
+  std::string s = normalize_site(site);
+  if (s.empty()) {
+    note_no_site();
+    return;
+  }
+  if (trace_.sites.empty()) trace_.sites.emplace_back();  // index 0: none
+  auto [it, inserted] = site_index_.try_emplace(std::move(s), 0);
+  if (inserted) {
+    GENESIS_CHECK(trace_.sites.size() < std::numeric_limits<std::uint32_t>::max(), trace_.source,
+                  ": more than 2^32 - 1 distinct allocation sites");
+    it->second = static_cast<std::uint32_t>(trace_.sites.size());
+    trace_.sites.push_back(it->first);
+  }
+  trace_.event_site.resize(trace_.events.size() - 1, 0);
+  trace_.event_site.push_back(it->second);
+}
+
+void TraceBuilder::note_no_site() {
+  if (!trace_.event_site.empty()) trace_.event_site.push_back(0);
+}
+
+std::string normalize_site(std::string_view site) {
+  std::string out;
+  std::size_t start = 0;
+  while (start <= site.size()) {
+    std::size_t end = site.find_first_of("|\n", start);
+    if (end == std::string_view::npos) end = site.size();
+    std::string_view frame = site.substr(start, end - start);
+    while (!frame.empty() && (frame.front() == ' ' || frame.front() == '\t' || frame.front() == '\r'))
+      frame.remove_prefix(1);
+    while (!frame.empty() && (frame.back() == ' ' || frame.back() == '\t' || frame.back() == '\r'))
+      frame.remove_suffix(1);
+    if (!frame.empty()) {
+      if (!out.empty()) out += '\n';
+      out += frame;
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+void TraceBuilder::add_alloc(std::uintptr_t addr, std::uint64_t size, StreamId stream) {
   ++trace_.counts.alloc;
   const std::uint16_t s = stream_index(stream);
   std::uint32_t slot;
@@ -68,7 +154,7 @@ void TraceBuilder::alloc(std::uintptr_t addr, std::uint64_t size, StreamId strea
   trace_.events.push_back(TraceEvent{size, slot, s, TraceOp::kAlloc});
 }
 
-void TraceBuilder::free(std::uintptr_t addr, StreamId stream) {
+void TraceBuilder::add_free(std::uintptr_t addr, StreamId stream) {
   ++trace_.counts.free_requested;
   const std::uint16_t s = stream_index(stream);
   auto it = live_.find(addr);
@@ -112,12 +198,19 @@ class InputFile {
     unsigned char magic[2] = {0, 0};
     const std::size_t n = std::fread(magic, 1, 2, plain_);
     gzip_ = n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    // A pipe (/dev/stdin) cannot seek back: its first bytes are handed out
+    // from prefix_ (never seek one: a failed seek may drop buffered input).
+    struct stat st {};
+    const bool seekable = fstat(fileno(plain_), &st) == 0 && S_ISREG(st.st_mode) &&
+                          std::fseek(plain_, 0, SEEK_SET) == 0;
     if (!gzip_) {
-      GENESIS_CHECK(std::fseek(plain_, 0, SEEK_SET) == 0, "cannot read trace '", path, "': not a seekable file");
+      if (!seekable) prefix_.assign(reinterpret_cast<const char*>(magic), n);
       return;
     }
     std::fclose(plain_);
     plain_ = nullptr;
+    GENESIS_CHECK(seekable, "trace '", path, "' is gzip-compressed data from a pipe, which cannot be read: ",
+                  "pass the file itself, or decompress it on the way (gunzip -c FILE | ...)");
 #if GENESIS_WITH_ZLIB
     gz_ = gzopen(path.c_str(), "rb");
     GENESIS_CHECK(gz_ != nullptr, "cannot open trace '", path, "': ", std::strerror(errno));
@@ -143,6 +236,12 @@ class InputFile {
   /// errors and corrupt or truncated gzip data. `lines` is only for messages.
   std::size_t read(char* buf, std::size_t n, std::uint64_t lines) {
     if (plain_ != nullptr) {
+      if (!prefix_.empty() && n > 0) {
+        const std::size_t k = std::min(n, prefix_.size());
+        std::memcpy(buf, prefix_.data(), k);
+        prefix_.erase(0, k);
+        return k;
+      }
       const std::size_t got = std::fread(buf, 1, n, plain_);
       GENESIS_CHECK(got > 0 || !std::ferror(plain_), "error reading trace '", path_, "' after line ", lines, ": ",
                     std::strerror(errno));
@@ -177,6 +276,7 @@ class InputFile {
  private:
   std::string path_;
   std::FILE* plain_ = nullptr;
+  std::string prefix_;  // bytes of a pipe read before the data (the magic test)
   bool gzip_ = false;
 #if GENESIS_WITH_ZLIB
   gzFile gz_ = nullptr;
@@ -186,8 +286,13 @@ class InputFile {
 // ---------------------------------------------------------------------------
 // The CSV parser.
 
-enum Column : int { kTime = 0, kAction, kAddr, kSize, kStream, kNumColumns };
-constexpr const char* kColumnNames[kNumColumns] = {"time_us", "action", "addr", "size", "stream"};
+enum Column : int { kTime = 0, kAction, kAddr, kSize, kStream, kSite, kNumColumns };
+constexpr const char* kColumnNames[kNumColumns] = {"time_us", "action", "addr", "size", "stream", "site"};
+// Columns of a file without a header: the first five, in this order.
+constexpr int kHeaderlessColumns = kSite;
+// A record whose quoted field spans lines may be longer than one line, but
+// not without bound: a quote never closed would swallow the rest of the file.
+constexpr std::size_t kMaxRecord = std::size_t{1} << 20;
 
 enum class Action { kAlloc, kFreeRequested, kFreeCompleted, kSegmentAlloc, kSegmentFree, kOom, kOther, kUnknown };
 
@@ -212,18 +317,94 @@ std::string_view trim(std::string_view s) noexcept {
 class Parser {
  public:
   explicit Parser(const std::string& path) : path_(path), builder_(path) {
-    // Without a header: the canonical order.
-    for (int c = 0; c < kNumColumns; ++c) index_[c] = c;
+    // Without a header: the canonical order (no site column).
+    for (int c = 0; c < kNumColumns; ++c) index_[c] = c < kHeaderlessColumns ? c : -1;
   }
 
+  // One physical line (without its '\n'). A record whose quoted field is
+  // still open at the line end continues on the next line.
   void line(std::string_view text) {
     ++line_no_;
     if (line_no_ == 1 && text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+    if (in_record_) {
+      if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+      pending_ += '\n';
+      pending_ += text;
+      const bool open = ends_in_quotes(text, true);
+      if (pending_.size() > kMaxRecord) {
+        record_line_ = pending_line_;
+        fail(pending_, "a quoted field opened on line " + std::to_string(pending_line_) + " is not closed after " +
+                           std::to_string(kMaxRecord) + " bytes (missing closing quote?)");
+      }
+      if (open) return;
+      in_record_ = false;
+      record_line_ = pending_line_;
+      record(trim(pending_));
+      pending_.clear();
+      return;
+    }
     text = trim(text);
     if (text.empty() || text.front() == '#') return;
+    if (std::memchr(text.data(), '"', text.size()) != nullptr && ends_in_quotes(text, false)) {
+      in_record_ = true;
+      pending_line_ = line_no_;
+      pending_.assign(text);
+      return;
+    }
+    record_line_ = line_no_;
+    record(text);
+  }
+
+  std::uint64_t line_no() const noexcept { return line_no_; }
+  Trace finish() {
+    if (in_record_) {
+      record_line_ = pending_line_;
+      fail(pending_, "a quoted field opened on line " + std::to_string(pending_line_) +
+                         " is never closed (missing closing quote)");
+    }
+    return builder_.finish();
+  }
+
+ private:
+  [[noreturn]] void fail(std::string_view text, const std::string& what) const {
+    std::string shown(text.substr(0, 80));
+    if (text.size() > 80) shown += "...";
+    for (char& c : shown) if (c == '\n') c = '|';
+    GENESIS_THROW(InvalidArgumentError, path_, ":", record_line_, ": ", what, " (line: \"", shown, "\")");
+  }
+
+  // True when `text` (one physical line) ends inside a quoted field, which
+  // then goes on on the next line. `in_quotes`: the line starts inside one.
+  // A quote opens a field only at the field's start (after blanks); one
+  // elsewhere is left for split_quoted() to report.
+  static bool ends_in_quotes(std::string_view text, bool in_quotes) noexcept {
+    bool field_start = !in_quotes;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      if (in_quotes) {
+        if (c != '"') continue;
+        if (i + 1 < text.size() && text[i + 1] == '"') {
+          ++i;  // "" inside: a quote
+        } else {
+          in_quotes = false;
+        }
+      } else if (c == ',') {
+        field_start = true;
+      } else if (c == '"' && field_start) {
+        in_quotes = true;
+        field_start = false;
+      } else if (c != ' ' && c != '\t') {
+        field_start = false;
+      }
+    }
+    return in_quotes;
+  }
+
+  void record(std::string_view text) {
     if (!seen_first_) {
       seen_first_ = true;
-      if (std::isalpha(static_cast<unsigned char>(text.front())) != 0) {
+      const std::size_t first = text.front() == '"' && text.size() > 1 ? 1 : 0;
+      if (std::isalpha(static_cast<unsigned char>(text[first])) != 0) {
         header(text);
         return;
       }
@@ -231,18 +412,12 @@ class Parser {
     data(text);
   }
 
-  std::uint64_t line_no() const noexcept { return line_no_; }
-  Trace finish() { return builder_.finish(); }
-
- private:
-  [[noreturn]] void fail(std::string_view text, const std::string& what) const {
-    std::string shown(text.substr(0, 80));
-    if (text.size() > 80) shown += "...";
-    GENESIS_THROW(InvalidArgumentError, path_, ":", line_no_, ": ", what, " (line: \"", shown, "\")");
-  }
-
   void split(std::string_view text) {
     fields_.clear();
+    if (std::memchr(text.data(), '"', text.size()) != nullptr) {
+      split_quoted(text);
+      return;
+    }
     std::size_t start = 0;
     while (true) {
       const std::size_t comma = text.find(',', start);
@@ -252,6 +427,64 @@ class Parser {
       }
       fields_.push_back(trim(text.substr(start, comma - start)));
       start = comma + 1;
+    }
+  }
+
+  // RFC 4180 fields: "..." with "" for a quote inside; blanks around a
+  // quoted field are allowed. A quoted field's text is used as it is (not
+  // trimmed); one holding "" is unescaped into unquoted_.
+  void split_quoted(std::string_view text) {
+    unquoted_.clear();
+    std::size_t i = 0;
+    const std::size_t n = text.size();
+    while (true) {
+      while (i < n && (text[i] == ' ' || text[i] == '\t')) ++i;
+      if (i < n && text[i] == '"') {
+        const std::size_t open = i++;
+        std::size_t start = i;
+        bool escaped = false;
+        while (true) {
+          const std::size_t q = text.find('"', i);
+          if (q == std::string_view::npos) {
+            fail(text, "column " + std::to_string(fields_.size() + 1) + ": the quote at character " +
+                           std::to_string(open + 1) + " is never closed");
+          }
+          if (q + 1 < n && text[q + 1] == '"') {  // "" inside: a quote
+            escaped = true;
+            i = q + 2;
+            continue;
+          }
+          i = q + 1;
+          std::string_view body = text.substr(start, q - start);
+          if (escaped) {
+            std::string& u = unquoted_.emplace_back();
+            for (std::size_t k = 0; k < body.size(); ++k) {
+              u += body[k];
+              if (body[k] == '"') ++k;  // skip the second quote of ""
+            }
+            body = u;
+          }
+          fields_.push_back(body);
+          break;
+        }
+        while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r')) ++i;
+        if (i == n) return;
+        if (text[i] != ',') {
+          fail(text, "bad quoting in column " + std::to_string(fields_.size()) + ": '" + std::string(1, text[i]) +
+                         "' after the closing quote (expected ',' or the line end; write \"\" for a quote inside)");
+        }
+        ++i;
+        continue;
+      }
+      const std::size_t comma = text.find(',', i);
+      const std::string_view field = text.substr(i, comma == std::string_view::npos ? n - i : comma - i);
+      if (field.find('"') != std::string_view::npos) {
+        fail(text, "bad quoting in column " + std::to_string(fields_.size() + 1) +
+                       ": a quote inside an unquoted field (quote the whole field and write \"\" for a quote)");
+      }
+      fields_.push_back(trim(field));
+      if (comma == std::string_view::npos) return;
+      i = comma + 1;
     }
   }
 
@@ -276,7 +509,10 @@ class Parser {
       }
     }
     needed_ = 0;
-    for (int c = 0; c < kNumColumns; ++c) needed_ = std::max(needed_, index_[c] + 1);
+    for (int c = 0; c < kNumColumns; ++c) {
+      // A trailing site column may be left out of lines that have no site.
+      if (c != kSite) needed_ = std::max(needed_, index_[c] + 1);
+    }
   }
 
   // A non-negative integer, decimal or (for addresses and streams) "0x" hex.
@@ -313,13 +549,19 @@ class Parser {
                      std::to_string(fields_.size()));
     }
     builder_.counts().lines++;
+    std::uint64_t time_us = 0;
     if (index_[kTime] >= 0) {
-      // Only checked: the replay keeps the order, not the times.
       const std::string_view t = fields_[static_cast<std::size_t>(index_[kTime])];
-      double v = 0;
-      const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-      if (t.empty() || ec != std::errc() || end != t.data() + t.size() || !std::isfinite(v)) {
-        fail(text, "column 'time_us' is not a number: '" + std::string(t) + "'");
+      // Integers (the usual case) exactly; anything else through double.
+      const auto [iend, iec] = std::from_chars(t.data(), t.data() + t.size(), time_us);
+      if (t.empty() || iec != std::errc() || iend != t.data() + t.size()) {
+        double v = 0;
+        const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+        if (t.empty() || ec != std::errc() || end != t.data() + t.size() || !std::isfinite(v)) {
+          fail(text, "column 'time_us' is not a number: '" + std::string(t) + "'");
+        }
+        // Negative times read as 0; beyond 2^64 us (half a million years) saturate.
+        time_us = v <= 0 ? 0 : v >= 1.8e19 ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(v);
       }
     }
     const std::string_view action_text = fields_[static_cast<std::size_t>(index_[kAction])];
@@ -331,10 +573,29 @@ class Parser {
     const std::uint64_t addr = number(text, kAddr, true);
     const std::uint64_t size = number(text, kSize, false);
     const StreamId stream = index_[kStream] >= 0 ? number(text, kStream, true) : 0;
+    const bool timed = index_[kTime] >= 0;
+    std::string_view site;
+    if (index_[kSite] >= 0 && static_cast<std::size_t>(index_[kSite]) < fields_.size()) {
+      site = fields_[static_cast<std::size_t>(index_[kSite])];
+    }
     TraceCounts& counts = builder_.counts();
     switch (action) {
-      case Action::kAlloc: builder_.alloc(addr, size, stream); break;
-      case Action::kFreeRequested: builder_.free(addr, stream); break;
+      case Action::kAlloc:
+        if (timed) {
+          builder_.alloc(addr, size, stream, time_us, site);
+        } else if (!site.empty()) {
+          builder_.alloc_at_site(addr, size, stream, site);
+        } else {
+          builder_.alloc(addr, size, stream);
+        }
+        break;
+      case Action::kFreeRequested:
+        if (timed) {
+          builder_.free(addr, stream, time_us);
+        } else {
+          builder_.free(addr, stream);
+        }
+        break;
       case Action::kFreeCompleted: ++counts.free_completed; break;
       case Action::kSegmentAlloc: ++counts.segment_alloc; break;
       case Action::kSegmentFree: ++counts.segment_free; break;
@@ -347,10 +608,16 @@ class Parser {
   const std::string& path_;
   TraceBuilder builder_;
   std::uint64_t line_no_ = 0;
+  std::uint64_t record_line_ = 0;   // first line of the record being parsed (for messages)
   bool seen_first_ = false;
   int index_[kNumColumns];          // field index of each column, -1 = absent
-  int needed_ = kNumColumns;        // fields a data line must have
+  int needed_ = kHeaderlessColumns; // fields a data line must have
   std::vector<std::string_view> fields_;
+  std::deque<std::string> unquoted_;  // quoted fields that held "" (stable addresses)
+  // A record whose quoted field spans lines, collected until it closes.
+  bool in_record_ = false;
+  std::uint64_t pending_line_ = 0;
+  std::string pending_;
 };
 
 // ---------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "genesis/core/bytes.h"
@@ -10,6 +12,7 @@
 #include "genesis/memory/cuda_resource.h"
 #include "genesis/memory/host_resource.h"
 #include "genesis/memory/pinned_resource.h"
+#include "genesis/memory/publish.h"
 
 namespace genesis::memory {
 
@@ -32,31 +35,61 @@ Registry& registry() {
 
 }  // namespace
 
+// The process-wide allocators are created below. A new one may start
+// publishing (GENESIS_MEM_PUBLISH=1): after the registry's lock is released,
+// since the publisher takes that lock to list the allocators.
+
 CachingAllocator& cuda_allocator(int index) {
   Device(DeviceType::kCUDA, index).validate();
   Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  if (r.cuda.size() <= static_cast<std::size_t>(index)) r.cuda.resize(static_cast<std::size_t>(index) + 1);
-  if (!r.cuda[static_cast<std::size_t>(index)])
-    r.cuda[static_cast<std::size_t>(index)] =
-        std::make_unique<CachingAllocator>(std::make_shared<CudaDeviceResource>(index));
-  return *r.cuda[static_cast<std::size_t>(index)];
+  CachingAllocator* a = nullptr;
+  bool created = false;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    const auto i = static_cast<std::size_t>(index);
+    if (r.cuda.size() <= i) r.cuda.resize(i + 1);
+    if (!r.cuda[i]) {
+      r.cuda[i] = std::make_unique<CachingAllocator>(std::make_shared<CudaDeviceResource>(index));
+      created = true;
+    }
+    a = r.cuda[i].get();
+  }
+  if (created) start_publishing_if_requested();
+  return *a;
 }
 
 CachingAllocator& host_allocator() {
   Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  if (!r.host) r.host = std::make_unique<CachingAllocator>(std::make_shared<HostResource>());
-  return *r.host;
+  CachingAllocator* a = nullptr;
+  bool created = false;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (!r.host) {
+      r.host = std::make_unique<CachingAllocator>(std::make_shared<HostResource>());
+      created = true;
+    }
+    a = r.host.get();
+  }
+  if (created) start_publishing_if_requested();
+  return *a;
 }
 
 CachingAllocator& pinned_allocator() {
   GENESIS_CHECK(cuda::is_available(), "pinned host memory needs a CUDA GPU",
                 cuda::compiled_with_cuda() ? " and none is available" : " and Genesis was built without CUDA");
   Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  if (!r.pinned) r.pinned = std::make_unique<CachingAllocator>(std::make_shared<PinnedHostResource>());
-  return *r.pinned;
+  CachingAllocator* a = nullptr;
+  bool created = false;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (!r.pinned) {
+      r.pinned = std::make_unique<CachingAllocator>(std::make_shared<PinnedHostResource>());
+      created = true;
+    }
+    a = r.pinned.get();
+  }
+  if (created) start_publishing_if_requested();
+  return *a;
 }
 
 CachingAllocator& allocator_for(Device device) {
@@ -102,6 +135,17 @@ void empty_all_caches() {
       if (a) all.push_back(a.get());
   }
   for (CachingAllocator* a : all) a->empty_cache();
+}
+
+std::vector<std::pair<std::string, CachingAllocator*>> existing_allocators() {
+  std::vector<std::pair<std::string, CachingAllocator*>> out;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (std::size_t i = 0; i < r.cuda.size(); ++i)
+    if (r.cuda[i]) out.emplace_back(std::to_string(i), r.cuda[i].get());
+  if (r.host) out.emplace_back("host", r.host.get());
+  if (r.pinned) out.emplace_back("pinned", r.pinned.get());
+  return out;
 }
 
 }  // namespace genesis::memory

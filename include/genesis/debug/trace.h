@@ -82,9 +82,33 @@ struct TraceCounts {
 /// Invariants: every event's slot < num_slots and stream < streams.size();
 /// an alloc never uses kNullSlot; a kFree's slot is kNullSlot or was filled by
 /// the latest alloc into that slot, which no other free names in between.
+/// time_us and event_site are empty or as long as events; every event_site
+/// entry < sites.size().
+///
+/// Note [Trace times and sites]: TraceEvent stays 16 bytes (the replay loop
+/// streams through them), so what only some consumers need lives beside the
+/// events in parallel vectors: the time stamps (what a trace source paces
+/// itself by; the replay benchmark ignores them) and the allocation sites.
+/// Time stamps are kept as the file has them, rounded down to whole
+/// microseconds (negative ones read as 0): they may go backwards (clocks of
+/// several threads), and a consumer that paces by them clamps them to be
+/// monotonic (debug::open_trace_source does). A site is a call stack,
+/// innermost frame first, one "file:line in function" per line (the file may
+/// separate frames with '|' or newlines: normalize_site()); each distinct
+/// site is stored once in `sites` and events name it by index, 0 (the empty
+/// site) for none and for every free.
 struct Trace {
   std::string source;                        ///< file name, or what built it
   std::vector<TraceEvent> events;            ///< alloc and free_requested, in trace order
+  /// Microseconds, parallel to events (Note [Trace times and sites]); empty
+  /// when the file had no time_us column.
+  std::vector<std::uint64_t> time_us;
+  /// Distinct allocation sites; sites[0] is "" (none). Empty when no event
+  /// has a site.
+  std::vector<std::string> sites;
+  /// Index into sites for each event, parallel to events; empty when the
+  /// trace has no `site` column.
+  std::vector<std::uint32_t> event_site;
   /// The trace's stream values, in order of first appearance; TraceEvent::stream indexes this.
   std::vector<StreamId> streams;
   std::uint32_t num_slots = 1;               ///< slot table size, kNullSlot included
@@ -105,9 +129,20 @@ class TraceBuilder {
   /// An allocation of `size` requested bytes at `addr` on `stream`. Throws
   /// InvalidArgumentError beyond 2^32 - 1 live allocations or 65,536 streams.
   void alloc(std::uintptr_t addr, std::uint64_t size, StreamId stream = 0);
+  /// The same at `time_us`, allocated at `site` (normalize_site() is applied;
+  /// empty: none). Note [Trace times and sites].
+  void alloc(std::uintptr_t addr, std::uint64_t size, StreamId stream, std::uint64_t time_us,
+             std::string_view site = {});
+  /// An allocation at `site` without a time stamp.
+  void alloc_at_site(std::uintptr_t addr, std::uint64_t size, StreamId stream, std::string_view site);
   /// A free_requested of `addr`. An address without a live allocation is
   /// counted in unknown_frees and kept as a no-op.
   void free(std::uintptr_t addr, StreamId stream = 0);
+  /// The same at `time_us`.
+  void free(std::uintptr_t addr, StreamId stream, std::uint64_t time_us);
+  // Mixing events with and without time stamps is allowed: an event without
+  // one takes the time of the event before it (before the first time stamp:
+  // that time stamp). Likewise an event without a site has site 0.
   /// Lines the replay ignores are only counted.
   TraceCounts& counts() noexcept { return trace_.counts; }
 
@@ -116,6 +151,12 @@ class TraceBuilder {
 
  private:
   std::uint16_t stream_index(StreamId stream);
+  void add_alloc(std::uintptr_t addr, std::uint64_t size, StreamId stream);
+  void add_free(std::uintptr_t addr, StreamId stream);
+  void note_time(std::uint64_t time_us);  // after the event was pushed
+  void note_no_time();
+  void note_site(std::string_view site);  // likewise
+  void note_no_site();
 
   struct Live {
     std::uint32_t slot;
@@ -127,22 +168,34 @@ class TraceBuilder {
   std::vector<std::uint32_t> free_slots_;                // slots to reuse (LIFO)
   std::vector<std::uint32_t> leaked_slots_;              // see TraceCounts::realloc_of_live
   std::uint64_t live_bytes_ = 0;
+  std::unordered_map<std::string, std::uint32_t> site_index_;  // normalised site -> index into sites
 };
+
+/// A site as Trace::sites keeps it: frames separated by '|' or line ends
+/// become one frame per line ('\n' between them), each frame trimmed of
+/// blanks, empty frames dropped.
+std::string normalize_site(std::string_view site);
 
 /// Reads a trace file: CSV, plain or gzip-compressed (detected from the
 /// magic bytes), streamed in chunks so that a large trace is never held as
 /// text. The header is optional (without one the columns are
 /// time_us,action,addr,size,stream); with one, columns may come in any order,
-/// extra columns are ignored, and time_us and stream may be missing. Numbers
-/// are decimal; addresses and streams may also be hex ("0x..."). Blank lines,
-/// lines starting with '#', CRLF line ends and a UTF-8 byte-order mark are
-/// accepted.
+/// extra columns are ignored, and time_us and stream may be missing. An
+/// optional `site` column holds the allocation site of an alloc (Note [Trace
+/// times and sites]); a line may leave out a trailing site. Fields may be
+/// quoted CSV-style ("..." with "" for a quote inside), and a quoted field
+/// may span lines (up to 1 MiB a record). Numbers are decimal; addresses and
+/// streams may also be hex ("0x..."); times may have a fraction (rounded
+/// down). Blank lines, lines starting with '#', CRLF line ends and a UTF-8
+/// byte-order mark are accepted. A plain trace may come from a pipe
+/// (/dev/stdin); a gzip one must be a file.
 ///
 /// Throws InvalidArgumentError naming the file and the line for a malformed
 /// line (missing column, a field that is not a number, a negative size, an
-/// unknown action), for a file that cannot be opened, and for corrupt or
-/// truncated gzip data (everything read before is discarded); and when the
-/// file is gzip but Genesis was built without zlib.
+/// unknown action, bad quoting: text after a closing quote, a quote inside an
+/// unquoted field, a quoted field never closed), for a file that cannot be
+/// opened, and for corrupt or truncated gzip data (everything read before is
+/// discarded); and when the file is gzip but Genesis was built without zlib.
 Trace read_trace(const std::string& path);
 
 /// Writes `events` (CachingAllocator::events(): the allocator's own history)

@@ -517,6 +517,8 @@ class ScopedAllocationContext {
   explicit ScopedAllocationContext(const char* location) noexcept
       : previous_(detail::tls_allocation_context) {
     detail::tls_allocation_context = location;
+    if (location != nullptr && !detail::allocation_contexts_used.load(std::memory_order_relaxed))
+      detail::allocation_contexts_used.store(true, std::memory_order_relaxed);
   }
   ~ScopedAllocationContext() { detail::tls_allocation_context = previous_; }
   ScopedAllocationContext(const ScopedAllocationContext&) = delete;

@@ -6,7 +6,10 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "genesis/core/device.h"
 #include "genesis/memory/caching_allocator.h"
@@ -48,5 +51,10 @@ void set_cache_size(Device device, std::string_view size);
 
 /// empty_cache() of every allocator created so far.
 void empty_all_caches();
+
+/// The process-wide allocators created so far, with the ids reports and the
+/// published figures (publish.h) use: "0", "1", ... for CUDA devices, then
+/// "host" and "pinned".
+std::vector<std::pair<std::string, CachingAllocator*>> existing_allocators();
 
 }  // namespace genesis::memory

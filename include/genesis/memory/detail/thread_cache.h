@@ -341,4 +341,10 @@ inline thread_local TlsSlot tls_slots[kMaxAllocatorSlots] = {};
 /// The allocation context of the calling thread (ScopedAllocationContext).
 inline thread_local const char* tls_allocation_context = nullptr;
 
+/// True once any thread set an allocation context: the publisher (Note
+/// [Published figures] in publish.h) groups allocations by site only then.
+/// Written once (ScopedAllocationContext reads it first), so threads that
+/// set contexts do not contend for its cache line.
+inline std::atomic<bool> allocation_contexts_used{false};
+
 }  // namespace genesis::memory::detail
