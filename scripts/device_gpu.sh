@@ -19,6 +19,7 @@
 #   debugger.log   scripts/debugger_gpu.sh (genesis-mem on real jobs; reports in debugger_reports.tgz)
 # (Few files on purpose: some GPU runners only bring back a handful.)
 #
+# GENESIS_DEVICE_TARGETS (space list, default all) builds only those targets.
 # GENESIS_DEVICE_STAGES (comma list, default all) picks the stages after the
 # build: tests, python, sanitizer, bench, replay, copy, tensor, pybench, debugger. GENESIS_SANITIZER_FILTER is
 # the gtest filter for the compute-sanitizer run (default: everything but the
@@ -89,6 +90,9 @@ CMAKE_ARGS=(-S "$ROOT" -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DGENE
 # The Python module is built for the interpreter that has torch (the venv),
 # with PyTorch's bundled pybind11 headers (python/CMakeLists.txt).
 command -v python3 >/dev/null 2>&1 && CMAKE_ARGS+=(-DPython3_EXECUTABLE="$(command -v python3)")
+# The GPU image has no cpp-httplib package: a copy of its single header may be
+# carried in .deps/httplib (kept out of the repository by .git/info/exclude).
+[[ -f "$ROOT/.deps/httplib/httplib.h" ]] && CMAKE_ARGS+=(-DGENESIS_HTTPLIB_INCLUDE_DIR="$ROOT/.deps/httplib")
 cmake_major="$(cmake --version | sed -n 's/^cmake version \([0-9]*\).*/\1/p')"
 # Some libtorch/Caffe2 CMake files still declare very old minimum versions.
 [[ ${cmake_major:-3} -ge 4 ]] && CMAKE_ARGS+=(-DCMAKE_POLICY_VERSION_MINIMUM=3.5)
@@ -112,7 +116,9 @@ fi
 log "build: ninja -j$JOBS"
 if [[ $configured -eq 1 ]]; then
   # -k 0: build every target that can be built, so independent stages still run.
-  if cmake --build "$BUILD" -j "$JOBS" -- -k 0 2>&1 | tee -a "$OUT/build.log"; then
+  # GENESIS_DEVICE_TARGETS (space list): build only these targets (a short run).
+  targets=(); for t in ${GENESIS_DEVICE_TARGETS:-}; do targets+=(--target "$t"); done
+  if cmake --build "$BUILD" -j "$JOBS" "${targets[@]}" -- -k 0 2>&1 | tee -a "$OUT/build.log"; then
     record build PASS
   else
     record build FAIL "see build.log"

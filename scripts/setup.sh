@@ -26,6 +26,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev
   libopenblas-dev
   libcpp-httplib-dev libssl-dev prometheus
+  chromium
 )
 
 log() { printf '\n==> %s\n' "$*"; }
@@ -82,7 +83,9 @@ build_release() {
 # Replays the bundled GPT-2 training trace (every allocation PyTorch made, see
 # data/traces/README.md) through each allocator configuration on the simulated
 # GPU and prints peak reserved vs peak live bytes and ns per event, next to
-# PyTorch's published figures for the same trace. No GPU needed.
+# PyTorch's published figures for the same trace; then runs the memory
+# debugger (profile, OOM prediction, leaks, fragmentation) over the same trace
+# and writes its JSON and HTML reports. No GPU needed.
 # Change this function when the main job changes.
 run_main_job() {
   log "Main job: replay data/traces/gpt2_train.trace.csv.gz, every configuration (simulated GPU)"
@@ -93,6 +96,9 @@ run_main_job() {
     return 1
   fi
   "$tool" replay "$trace" --compare --repeat 5
+  log "Main job: the memory debugger over the same trace (every tool; reports in $BUILD_DIR/main_job_report.*)"
+  "$tool" monitor --all --trace "$trace" --speed max --duration 0 --quiet \
+    -o "$BUILD_DIR/main_job_report.json" --html "$BUILD_DIR/main_job_report.html"
 }
 
 main() {
