@@ -99,3 +99,9 @@ if _os.environ.get("GENESIS_METRICS_PORT"):
         import warnings as _warnings
 
         _warnings.warn(f"genesis: metrics server not started: {_e}", RuntimeWarning, stacklevel=2)
+
+# GENESIS_MEM_SITES=1 (set by `genesis-mem ... --enable-tracking -- CMD` for
+# the program it starts): allocations made from Python record their call
+# stack, so the watcher's leak report names the lines that hold memory.
+if _os.environ.get("GENESIS_MEM_SITES") == "1":
+    _C.set_capture_locations(True)

@@ -26,6 +26,8 @@ class AllocatorSource final : public MemorySource {
       devices_.push_back(SourceDevice{a.id, a.name.empty() ? a.allocator->upstream().name() : a.name, total});
     }
     peaks_.resize(allocators_.size());
+    free_blocks_.assign(allocators_.size(), 0);
+    free_blocks_at_.assign(allocators_.size(), 0);
     // The first look at each allocator's peaks, so that peaks from before
     // the source opened are not reported as the session's.
     for (std::size_t i = 0; i < allocators_.size(); ++i) {
@@ -49,7 +51,15 @@ class AllocatorSource final : public MemorySource {
     const memory::MemoryStats stats = a.stats();
     std::lock_guard<std::mutex> lock(mutex_);
     source_util::fill_from_stats(s, stats, peaks_[i]);
-    s.free_blocks = source_util::count_free_blocks(a.snapshot());
+    // Counting free blocks walks every block of the allocator (a snapshot):
+    // with tens of thousands of live allocations that is most of a round's
+    // cost, so it is refreshed at most once a second; the count changes
+    // slowly next to the other figures, which are exact every round.
+    if (s.time_ns >= free_blocks_at_[i] + kFreeBlocksEvery || free_blocks_at_[i] == 0) {
+      free_blocks_[i] = source_util::count_free_blocks(a.snapshot());
+      free_blocks_at_[i] = s.time_ns;
+    }
+    s.free_blocks = free_blocks_[i];
     s.total = devices_[i].total;
     source_util::set_free(s);
     return s;
@@ -67,6 +77,10 @@ class AllocatorSource final : public MemorySource {
   }
 
  private:
+  static constexpr std::uint64_t kFreeBlocksEvery = 1'000'000'000;  // ns
+  std::vector<std::uint64_t> free_blocks_;     // last count per allocator (guarded by mutex_)
+  std::vector<std::uint64_t> free_blocks_at_;  // when it was taken (steady ns; 0: never)
+
   std::size_t index(const std::string& device) const {
     for (std::size_t i = 0; i < devices_.size(); ++i)
       if (devices_[i].id == device) return i;

@@ -162,6 +162,9 @@ void MemoryDebugger::run() {
       while (following <= now) following += interval_ns;  // fell behind: skip missed ticks
       const bool last = !more || stop_.load() || source_.ended() ||
                         (duration_ns > 0 && following > start + duration_ns);
+      // A process that exited has nothing left to sample: its last sample
+      // before the exit stands (Note [Memory sources]).
+      if (round > 0 && !more && source_.ended() && !source_.samples_after_end()) break;
       const std::uint64_t cpu0 = thread_cpu_ns();
       warnings.clear();
       sample_round(round, last, warnings);

@@ -109,7 +109,17 @@ OOMPrediction OOMPredictor::predict(const std::vector<SiteStat>& sites) const {
   const double peak = maxima.empty() ? usage_bytes(last_) : maxima.back().y;
   // Slopes below a ten-millionth of the device per second are noise.
   const double tolerance = std::max(1.0, total * 1e-7);
-  const detail::RobustSlope fit = detail::theil_sen(maxima, tolerance);
+  detail::RobustSlope fit = detail::theil_sen(maxima, tolerance);
+  // Growth that speeds up (a job that starts growing after a quiet start,
+  // a leak that sets in) is judged by the recent half of the windows when
+  // they grow faster: a prediction of OOM must not lag behind the job. Six
+  // windows still let Theil-Sen ignore a spike.
+  if (maxima.size() >= 8) {
+    const std::vector<detail::TimedValue> recent(maxima.end() - static_cast<std::ptrdiff_t>(maxima.size() / 2),
+                                                 maxima.end());
+    const detail::RobustSlope late = detail::theil_sen(recent, tolerance);
+    if (late.slope > fit.slope && late.consistency >= 0.5) fit = late;
+  }
   const double span = now - begin;
   const double coverage = std::min(1.0, static_cast<double>(maxima.size()) / static_cast<double>(options_.windows));
   const double span_factor = std::min(1.0, span / (0.25 * options_.horizon_seconds));

@@ -169,6 +169,7 @@ class ProcessMemorySource : public MemorySource {
   }
 
   bool has_sites() const override { return sites_seen_.load(std::memory_order_relaxed); }
+  bool samples_after_end() const override { return false; }
 
   std::vector<SiteStat> sites(const std::string& device) override {
     (void)index(device);

@@ -44,6 +44,27 @@ TEST(OOMPredictor, LinearGrowthReachesOOMWhenExpected) {
   EXPECT_EQ(r.risk_level, RiskLevel::medium);  // 396 s left: under 600 s
 }
 
+// A job that is quiet for a while (start-up) and then grows: the prediction
+// follows the growth within seconds instead of averaging it with the quiet
+// part of the horizon.
+TEST(OOMPredictor, GrowthAfterAQuietStartIsPredictedWithoutLag) {
+  OOMPredictor p;
+  const double slope = 4.0 * kGiB;  // bytes per second
+  const double quiet = 10;           // seconds before the growth starts
+  const double base = 1.0 * kGiB;
+  const double now = 20;
+  for (int i = 0; i <= static_cast<int>(now * 10); ++i) {
+    const double t = i * 0.1;
+    const double used = base + (t > quiet ? slope * (t - quiet) : 0.0);
+    p.add(make_sample(t, used, used));
+  }
+  const OOMPrediction r = p.predict();
+  const double truth = (static_cast<double>(kTotal) - (base + slope * (now - quiet))) / slope;
+  ASSERT_GT(r.predicted_oom_seconds, 0);
+  EXPECT_NEAR(r.predicted_oom_seconds, truth, 0.2 * truth);
+  EXPECT_NEAR(r.growth_rate_bytes_per_sec, slope, 0.1 * slope);
+}
+
 TEST(OOMPredictor, SawtoothWithGrowingPeaksIsJudgedByItsPeaks) {
   OOMPredictor p;
   SawtoothJob job;

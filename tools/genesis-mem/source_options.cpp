@@ -1,5 +1,6 @@
 #include "source_options.h"
 
+#include <cstdlib>
 #include <string_view>
 
 #include "genesis/core/bytes.h"
@@ -42,7 +43,11 @@ std::unique_ptr<debug::MemorySource> open_source(const SourceArgs& args) {
   }
   if (args.pid < 0) GENESIS_THROW(InvalidArgumentError, "--pid ", args.pid, ": expected a process id > 0");
   if (args.pid > 0) return debug::open_process_source(args.pid, gpus);
-  if (!args.command.empty()) return debug::open_child_source(args.command, gpus);
+  if (!args.command.empty()) {
+    // The child inherits this environment (plus GENESIS_MEM_PUBLISH=1).
+    if (args.child_sites) ::setenv("GENESIS_MEM_SITES", "1", 1);
+    return debug::open_child_source(args.command, gpus);
+  }
   return debug::open_nvml_source(gpus);
 }
 

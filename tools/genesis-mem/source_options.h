@@ -26,6 +26,9 @@ struct SourceArgs {
   std::string capacity;
   std::string config = "genesis";
   std::vector<std::string> command;  // after "--"
+  /// Ask a started command to record allocation sites (GENESIS_MEM_SITES=1
+  /// in its environment; a Genesis Python program then names its lines).
+  bool child_sites = false;
 };
 
 /// Declares the source flags on `app`; the values land in `args`.

@@ -115,7 +115,9 @@ std::string report_json(const WatchArgs& a, const debug::MemoryDebugger& d) {
 
 int run_watch(const WatchArgs& a) {
   check_args(a);
-  std::unique_ptr<debug::MemorySource> source = open_source(a.source);
+  SourceArgs source_args = a.source;
+  source_args.child_sites = a.tracking;
+  std::unique_ptr<debug::MemorySource> source = open_source(source_args);
   const std::vector<std::string> devices = pick_devices(*source, a.source.devices);
   debug::MemoryDebugger debugger(*source, debug_options(a, devices));
 

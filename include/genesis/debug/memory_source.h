@@ -105,6 +105,10 @@ class MemorySource {
   virtual bool advance_to(std::uint64_t time_ns, const StopFlag& stop) = 0;
   /// True once the source has ended (see advance_to).
   virtual bool ended() const { return false; }
+  /// Whether a sample taken after the source ended still describes what was
+  /// watched: a trace's final state does; a process that exited has given
+  /// all its memory back, so the sampler stops at its last sample before.
+  virtual bool samples_after_end() const { return true; }
   /// Why it ended, for reports ("trace finished", "process 1234 exited with 0").
   virtual std::string end_reason() const { return {}; }
   /// The allocation events of `device` recorded so far, oldest first, for
