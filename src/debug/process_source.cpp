@@ -72,21 +72,6 @@ std::uint64_t host_total() {
 }
 
 // State (field 3) and start time (field 22) of /proc/<pid>/stat.
-bool proc_stat(int pid, char& state, std::uint64_t& start_ticks) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!in || !std::getline(in, line)) return false;
-  const std::size_t close = line.rfind(')');  // the command name may hold blanks and ')'
-  if (close == std::string::npos) return false;
-  std::istringstream rest(line.substr(close + 1));
-  std::string field;
-  for (int f = 3; f <= 22; ++f) {
-    if (!(rest >> field)) return false;
-    if (f == 3) state = field.empty() ? '?' : field[0];
-  }
-  start_ticks = std::strtoull(field.c_str(), nullptr, 10);
-  return true;
-}
 
 bool process_exists(int pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
@@ -108,7 +93,7 @@ class ProcessMemorySource : public MemorySource {
     GENESIS_CHECK(pid > 0, "invalid pid ", pid, ": expected a process id > 0");
     GENESIS_CHECK(process_exists(pid), "no process with pid ", pid);
     char state = '?';
-    if (!proc_stat(pid, state, start_ticks_)) start_ticks_ = 0;
+    if (!memory::detail::read_proc_stat(pid, start_ticks_, state)) start_ticks_ = 0;
     if (nvml_available()) {
       session_ = std::make_unique<nvml::Session>();
       gpus_ = nvml::open_gpus(*session_, gpus);
@@ -206,7 +191,7 @@ class ProcessMemorySource : public MemorySource {
     if (!process_exists(pid_)) return true;
     char state = '?';
     std::uint64_t start = 0;
-    if (!proc_stat(pid_, state, start)) return !process_exists(pid_);
+    if (!memory::detail::read_proc_stat(pid_, start, state)) return !process_exists(pid_);
     return state == 'Z' || state == 'X' || (start_ticks_ != 0 && start != start_ticks_);
   }
   virtual std::string exit_text_locked() const { return "process " + std::to_string(pid_) + " exited"; }

@@ -132,24 +132,6 @@ std::uint64_t realtime_ns() noexcept {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-// Field 22 (start time) and field 3 (state) of /proc/<pid>/stat; false when
-// it cannot be read. The command name (field 2) may hold blanks and ')'.
-bool read_proc_stat(int pid, std::uint64_t& start_ticks, char& state) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!in || !std::getline(in, line)) return false;
-  const std::size_t close = line.rfind(')');
-  if (close == std::string::npos) return false;
-  std::istringstream rest(line.substr(close + 1));
-  std::string field;
-  // After the name: state is field 3, start time field 22.
-  for (int f = 3; f <= 22; ++f) {
-    if (!(rest >> field)) return false;
-    if (f == 3) state = field.empty() ? '?' : field[0];
-  }
-  start_ticks = std::strtoull(field.c_str(), nullptr, 10);
-  return true;
-}
 
 // ---------------------------------------------------------------------------
 // The writer.
@@ -356,7 +338,7 @@ void start_publishing() {
   p.updates = 0;
   p.next_site_scan = {};
   char state = '?';
-  if (!read_proc_stat(pid, p.start_ticks, state)) p.start_ticks = 0;
+  if (!detail::read_proc_stat(pid, p.start_ticks, state)) p.start_ticks = 0;
   if (!p.image) p.image = std::make_unique<Shared>();
   std::memset(p.image.get(), 0, sizeof(Shared));
   refresh_locked(p, true);  // complete before the file appears under its name
@@ -499,7 +481,7 @@ std::optional<PublishedFigures> read_published(int pid) {
   const SharedHeader& h = copy->header;
   std::uint64_t start_ticks = 0;
   char state = '?';
-  const bool alive = (::kill(pid, 0) == 0 || errno == EPERM) && read_proc_stat(pid, start_ticks, state) &&
+  const bool alive = (::kill(pid, 0) == 0 || errno == EPERM) && detail::read_proc_stat(pid, start_ticks, state) &&
                      state != 'Z' && state != 'X';
   const bool valid = consistent && h.magic == kMagic && h.version == kPublishVersion &&
                      h.device_bytes == sizeof(SharedDevice) && h.pid == pid && h.num_devices <= kPublishMaxDevices &&
@@ -536,6 +518,25 @@ std::optional<PublishedFigures> read_published(int pid) {
     out.devices.push_back(std::move(dev));
   }
   return out;
+}
+
+// Field 22 (start time) and field 3 (state) of /proc/<pid>/stat; false when
+// it cannot be read. The command name (field 2) may hold blanks and ')'.
+bool detail::read_proc_stat(int pid, std::uint64_t& start_ticks, char& state) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!in || !std::getline(in, line)) return false;
+  const std::size_t close = line.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream rest(line.substr(close + 1));
+  std::string field;
+  // After the name: state is field 3, start time field 22.
+  for (int f = 3; f <= 22; ++f) {
+    if (!(rest >> field)) return false;
+    if (f == 3) state = field.empty() ? '?' : field[0];
+  }
+  start_ticks = std::strtoull(field.c_str(), nullptr, 10);
+  return true;
 }
 
 }  // namespace genesis::memory

@@ -146,4 +146,11 @@ struct PublishedFigures {
 /// stale file.
 std::optional<PublishedFigures> read_published(int pid);
 
+namespace detail {
+/// Field 3 (state) and field 22 (start time in clock ticks) of
+/// /proc/<pid>/stat: together with the pid they name one process, so a
+/// reused pid is told apart. False when the file cannot be read.
+bool read_proc_stat(int pid, std::uint64_t& start_ticks, char& state);
+}  // namespace detail
+
 }  // namespace genesis::memory
