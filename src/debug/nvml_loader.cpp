@@ -48,6 +48,7 @@ const Loaded& loaded() {
     ok = symbol(lib, "nvmlDeviceGetHandleByIndex_v2", a.device_handle, true, r.why) && ok;
     ok = symbol(lib, "nvmlDeviceGetMemoryInfo", a.memory_info, true, r.why) && ok;
     ok = symbol(lib, "nvmlDeviceGetName", a.device_name, true, r.why) && ok;
+    symbol(lib, "nvmlDeviceGetMemoryInfo_v2", a.memory_info_v2, false, r.why);
     symbol(lib, "nvmlDeviceGetComputeRunningProcesses_v3", a.processes_v3, false, r.why);
     symbol(lib, "nvmlDeviceGetComputeRunningProcesses_v2", a.processes_v2, false, r.why);
     symbol(lib, "nvmlDeviceGetComputeRunningProcesses", a.processes_v1, false, r.why);
@@ -64,6 +65,27 @@ const Api* load(std::string* why) {
   const Loaded& l = loaded();
   if (!l.ok && why != nullptr) *why = l.why;
   return l.ok ? &l.api : nullptr;
+}
+
+Return memory_figures(const Api& api, Device device, MemoryFigures& out) {
+  if (api.memory_info_v2 != nullptr) {
+    MemoryV2 m{};
+    m.version = kMemoryV2Version;
+    if (api.memory_info_v2(device, &m) == kSuccess) {
+      out.total = m.total > m.reserved ? m.total - m.reserved : m.total;
+      out.used = m.used;
+      out.free = out.total > m.used ? out.total - m.used : 0;
+      return kSuccess;
+    }
+    // A driver that exports the call but refuses this version: the first one.
+  }
+  Memory m{};
+  const Return r = api.memory_info(device, &m);
+  if (r != kSuccess) return r;
+  out.total = m.total;
+  out.used = m.used;
+  out.free = m.total > m.used ? m.total - m.used : 0;
+  return kSuccess;
 }
 
 std::string error_text(const Api& api, Return r) {
@@ -117,8 +139,8 @@ std::vector<Gpu> open_gpus(const Session& session, const std::vector<int>& wante
     char name[kNameBufferSize] = {};
     if (api.device_name(g.handle, name, sizeof name) == kSuccess) g.name = name;
     if (g.name.empty()) g.name = "GPU " + std::to_string(i);
-    Memory m{};
-    e = api.memory_info(g.handle, &m);
+    MemoryFigures m;
+    e = memory_figures(api, g.handle, m);
     if (e != kSuccess) GENESIS_THROW(Error, "NVML cannot read the memory of GPU ", i, ": ", error_text(api, e));
     g.total = m.total;
     gpus.push_back(std::move(g));

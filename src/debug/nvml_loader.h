@@ -27,6 +27,29 @@ struct Memory {                      // nvmlMemory_t
   unsigned long long used;
 };
 
+/// nvmlMemory_v2_t: `used` leaves out the memory the driver reserves for
+/// itself (`reserved`), as nvidia-smi's "used" does; the first version
+/// counts that reserve as used.
+struct MemoryV2 {
+  unsigned int version;
+  unsigned long long total;
+  unsigned long long reserved;
+  unsigned long long free;
+  unsigned long long used;
+};
+/// nvmlMemory_v2: the struct's size with the version in the top byte.
+inline constexpr unsigned kMemoryV2Version = static_cast<unsigned>(sizeof(MemoryV2)) | (2u << 24);
+
+/// One GPU's memory as the sources report it. Where the driver can tell,
+/// its own reserve is left out of both `used` (which is then nvidia-smi's
+/// figure) and `total` (the capacity programs can have), so that used +
+/// free == total and the OOM predictor's headroom is real.
+struct MemoryFigures {
+  unsigned long long total = 0;
+  unsigned long long used = 0;
+  unsigned long long free = 0;
+};
+
 struct ProcessInfoV1 {               // nvmlProcessInfo_v1_t
   unsigned int pid;
   unsigned long long usedGpuMemory;
@@ -47,6 +70,7 @@ struct Api {
   Return (*device_count)(unsigned int*) = nullptr;                 // nvmlDeviceGetCount_v2
   Return (*device_handle)(unsigned int, Device*) = nullptr;        // nvmlDeviceGetHandleByIndex_v2
   Return (*memory_info)(Device, Memory*) = nullptr;                // nvmlDeviceGetMemoryInfo
+  Return (*memory_info_v2)(Device, MemoryV2*) = nullptr;           // nvmlDeviceGetMemoryInfo_v2 (optional)
   Return (*device_name)(Device, char*, unsigned int) = nullptr;    // nvmlDeviceGetName
   Return (*processes_v3)(Device, unsigned int*, ProcessInfoV2*) = nullptr;  // nvmlDeviceGetComputeRunningProcesses_v3
   Return (*processes_v2)(Device, unsigned int*, ProcessInfoV2*) = nullptr;  // ..._v2
@@ -58,6 +82,10 @@ struct Api {
 /// cannot be loaded, with `why` set to dlerror()'s message (or a missing
 /// entry point). Thread-safe, never throws.
 const Api* load(std::string* why);
+
+/// The memory of `device` through the newest call the driver has; the
+/// return code of the call that failed otherwise.
+Return memory_figures(const Api& api, Device device, MemoryFigures& out);
 
 /// "NVML error N (text)".
 std::string error_text(const Api& api, Return r);

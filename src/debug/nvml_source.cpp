@@ -23,8 +23,8 @@ class NvmlSource final : public MemorySource {
   MemorySample sample(const std::string& device) override {
     const nvml::Gpu& g = gpu(device);
     const nvml::Api& api = session_.api();
-    nvml::Memory m{};
-    const nvml::Return r = api.memory_info(g.handle, &m);
+    nvml::MemoryFigures m;
+    const nvml::Return r = nvml::memory_figures(api, g.handle, m);
     if (r != nvml::kSuccess) {
       GENESIS_THROW(Error, "NVML cannot read the memory of GPU ", g.index, ": ", nvml::error_text(api, r));
     }
@@ -32,7 +32,7 @@ class NvmlSource final : public MemorySource {
     s.time_ns = now_ns();
     s.total = m.total;
     s.used = m.used;
-    source_util::set_free(s);  // total - used (NVML's free may leave out memory the driver reserves)
+    s.free = m.free;  // total - used: the driver's reserve is in neither
     // No allocator behind the figures: the driver's used memory stands for them.
     s.allocated = s.reserved = s.active = m.used;
     s.exact = false;
