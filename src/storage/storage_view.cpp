@@ -2,6 +2,7 @@
 // and everything built on a view can trust them.
 #include "genesis/storage/storage_view.h"
 
+#include "genesis/core/checked_math.h"
 #include "genesis/core/error.h"
 
 namespace genesis {
@@ -20,7 +21,7 @@ std::vector<std::int64_t> contiguous_strides(const std::vector<std::int64_t>& sh
   std::int64_t step = 1;
   for (std::size_t i = shape.size(); i-- > 0;) {
     s[i] = step;
-    step *= shape[i] > 0 ? shape[i] : 1;
+    if (i > 0) step = checked_mul(step, shape[i] > 0 ? shape[i] : 1, "contiguous_strides");
   }
   return s;
 }

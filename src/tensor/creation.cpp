@@ -2,6 +2,7 @@
 #include "genesis/tensor/creation.h"
 
 #include <cmath>
+#include <cstdint>
 
 #include "genesis/core/error.h"
 #include "genesis/storage/copy.h"
@@ -53,14 +54,24 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype,
     GENESIS_CHECK(s != 0, "arange: step must be nonzero");
     GENESIS_CHECK((s > 0 && b >= a) || (s < 0 && b <= a), "arange: upper bound and larger bound inconsistent with step sign (start ",
                   a, ", end ", b, ", step ", s, ")");
-    n = s > 0 ? (b - a + s - 1) / s : (a - b + (-s) - 1) / (-s);
+    // In 128 bits: b - a alone may not fit in int64 (arange(-2**63, 2**63-1)).
+    const __int128 span = s > 0 ? static_cast<__int128>(b) - a : static_cast<__int128>(a) - b;
+    const __int128 step = s > 0 ? static_cast<__int128>(s) : -static_cast<__int128>(s);
+    const __int128 count = (span + step - 1) / step;
+    GENESIS_CHECK(count <= INT64_MAX, "arange: the range from ", a, " to ", b, " in steps of ", s,
+                  " has more than 2^63-1 elements");
+    n = static_cast<std::int64_t>(count);
   } else {
     const double a = start.to_double(), b = end.to_double(), s = step.to_double();
     GENESIS_CHECK(s != 0.0, "arange: step must be nonzero");
     GENESIS_CHECK(std::isfinite(a) && std::isfinite(b), "arange: unsupported range: ", a, " -> ", b);
     GENESIS_CHECK((s > 0 && b >= a) || (s < 0 && b <= a), "arange: upper bound and larger bound inconsistent with step sign (start ",
                   a, ", end ", b, ", step ", s, ")");
-    n = static_cast<std::int64_t>(std::ceil((b - a) / s));
+    const double count = std::ceil((b - a) / s);
+    // 2^63 exactly is the first double beyond int64 (converting it is undefined).
+    GENESIS_CHECK(count < 9223372036854775808.0, "arange: the range from ", a, " to ", b, " in steps of ", s,
+                  " has more than 2^63-1 elements");
+    n = static_cast<std::int64_t>(count);
   }
   Tensor t = empty({n}, TensorOptions(dt, device));
   if (n == 0) return t;

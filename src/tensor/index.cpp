@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "genesis/core/checked_math.h"
 #include "genesis/core/error.h"
 #include "genesis/cuda/async_errors.h"
 #include "genesis/cuda/stream.h"
@@ -346,7 +347,7 @@ IndexPlan make_plan(const Tensor& x, const std::vector<IndexItem>& items, IndexK
   plan_advanced(p, plan, defer_bounds);
   if (advanced_kind == IndexKind::kGather) {
     plan.result_strides = contiguous_strides(plan.result_shape);
-    plan.temp_memory_bytes += static_cast<std::size_t>(detail::shape_numel(plan.result_shape)) * x.element_size();
+    plan.temp_memory_bytes += static_cast<std::size_t>(checked_nbytes(plan.result_shape, x.element_size(), "index"));
   } else {
     const Operands o = operands(plan);
     plan.result_strides.assign(o.restrided.strides, o.restrided.strides + o.restrided.ndim);
@@ -425,7 +426,7 @@ Tensor try_masked_select(const Tensor& x, const std::vector<IndexItem>& items) {
   const std::int64_t n = mask.numel();
   const std::int64_t count = n == 0 ? 0 : mask.sum().item().to_int64();
   Shape shape{count};
-  std::int64_t row = 1;
+  std::int64_t row = 1;  // a product of x's sizes: fits (Note [Size overflow])
   for (std::int64_t d = mask.dim(); d < x.dim(); ++d) {
     shape.push_back(x.size(d));
     row *= x.size(d);

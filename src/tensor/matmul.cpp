@@ -1,6 +1,7 @@
 // matmul (torch.matmul semantics) over the batched kernel entry.
 #include <atomic>
 
+#include "genesis/core/checked_math.h"
 #include "genesis/core/error.h"
 #include "genesis/tensor/creation.h"
 #include "genesis/tensor/ops.h"
@@ -49,8 +50,7 @@ Plan plan(const Tensor& a, const Tensor& b) {
                 " and ", detail::shape_str(b.shape()), "): inner dimensions ", p.k, " and ", y.size(-2), " differ");
   const Shape xb(x.shape().begin(), x.shape().end() - 2), yb(y.shape().begin(), y.shape().end() - 2);
   p.batch = broadcast_shapes(xb, yb);
-  std::int64_t bsz = 1;
-  for (auto s : p.batch) bsz *= s;
+  const std::int64_t bsz = checked_numel(p.batch, "matmul");  // the batch dims broadcast together may be too many
   Shape xs = p.batch, ys = p.batch;
   xs.insert(xs.end(), {p.m, p.k});
   ys.insert(ys.end(), {p.k, p.n});

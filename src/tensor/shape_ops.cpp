@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "genesis/core/checked_math.h"
 #include "genesis/core/error.h"
 #include "genesis/storage/storage_view.h"
 #include "genesis/tensor/creation.h"
@@ -25,7 +26,9 @@ Shape infer_size(const Shape& shape, std::int64_t numel) {
       infer = i;
     } else {
       GENESIS_CHECK(shape[i] >= 0, "invalid shape dimension ", shape[i], " in ", shape_str(shape));
-      known *= shape[i];
+      // Overflowing means more elements than any tensor has (Note [Size overflow]).
+      GENESIS_CHECK(mul_fits(known, shape[i], known), "shape ", shape_str(shape), " is invalid for input of size ",
+                    numel, " (its sizes multiply to more than 2^63-1)");
     }
   }
   Shape out = shape;
@@ -36,14 +39,14 @@ Shape infer_size(const Shape& shape, std::int64_t numel) {
   } else {
     GENESIS_CHECK(known == numel, "shape ", shape_str(shape), " is invalid for input of size ", numel);
   }
+  (void)checked_numel(out);  // sizes 0 hide a product of the others that may not fit
   return out;
 }
 
 std::optional<Shape> view_strides(const Shape& old_shape, const Shape& old_strides, const Shape& new_shape) {
   Shape new_strides(new_shape.size(), 1);
   if (old_shape.empty()) return new_strides;  // a 0-d tensor: every new dim is 1
-  std::int64_t numel = 1;
-  for (auto s : old_shape) numel *= s;
+  const std::int64_t numel = checked_numel(old_shape);
   if (numel == 0) {
     if (old_shape == new_shape) return old_strides;
     return contiguous_strides(new_shape);
@@ -54,12 +57,17 @@ std::optional<Shape> view_strides(const Shape& old_shape, const Shape& old_strid
   std::int64_t chunk_base_stride = old_strides.back();
   std::int64_t tensor_numel = 1, view_numel = 1;
   for (auto tensor_d = static_cast<std::int64_t>(old_shape.size()) - 1; tensor_d >= 0; --tensor_d) {
+    // Products of sizes within numel cannot overflow; products with a
+    // stride can only for absurd strides of size-1 dims: such a layout is
+    // reported as not viewable (reshape copies it then).
     tensor_numel *= old_shape[static_cast<std::size_t>(tensor_d)];
+    std::int64_t span = 0;
+    if (!mul_fits(tensor_numel, chunk_base_stride, span)) return std::nullopt;
     if (tensor_d == 0 || (old_shape[static_cast<std::size_t>(tensor_d - 1)] != 1 &&
-                          old_strides[static_cast<std::size_t>(tensor_d - 1)] != tensor_numel * chunk_base_stride)) {
+                          old_strides[static_cast<std::size_t>(tensor_d - 1)] != span)) {
       while (view_d >= 0 && (view_numel < tensor_numel || new_shape[static_cast<std::size_t>(view_d)] == 1)) {
-        new_strides[static_cast<std::size_t>(view_d)] = view_numel * chunk_base_stride;
-        view_numel *= new_shape[static_cast<std::size_t>(view_d)];
+        if (!mul_fits(view_numel, chunk_base_stride, new_strides[static_cast<std::size_t>(view_d)])) return std::nullopt;
+        if (!mul_fits(view_numel, new_shape[static_cast<std::size_t>(view_d)], view_numel)) return std::nullopt;
         --view_d;
       }
       if (view_numel != tensor_numel) return std::nullopt;
@@ -165,7 +173,10 @@ Tensor Tensor::squeeze(std::int64_t d_in) const {
 Tensor Tensor::unsqueeze(std::int64_t d_in) const {
   const auto d = static_cast<std::size_t>(wrap_dim(d_in, dim() + 1, false));
   Shape sh = shape(), st = strides();
-  const std::int64_t new_stride = d < sh.size() ? sh[d] * st[d] : 1;
+  // A size-1 dim may carry any stride (a slice with a huge step): its
+  // product may not fit, and then any stride will do for the new size-1 dim.
+  std::int64_t new_stride = 1;
+  if (d < sh.size() && !mul_fits(sh[d], st[d], new_stride)) new_stride = st[d];
   sh.insert(sh.begin() + static_cast<std::ptrdiff_t>(d), 1);
   st.insert(st.begin() + static_cast<std::ptrdiff_t>(d), new_stride);
   return detail::make_view(*this, sh, st, storage_offset());
@@ -219,11 +230,18 @@ Tensor Tensor::slice(std::int64_t d_in, std::optional<std::int64_t> start_in, st
       if (stop < 0) stop = std::max<std::int64_t>(stop + len, -1);
       stop = std::min(stop, len - 1);
     }
-    count = start > stop ? (start - stop - 1) / (-step) + 1 : 0;
+    // -step overflows for a step of INT64_MIN; as unsigned it is exact (2^63).
+    const std::uint64_t down = 0 - static_cast<std::uint64_t>(step);
+    count = start > stop ? static_cast<std::int64_t>(static_cast<std::uint64_t>(start - stop - 1) / down) + 1 : 0;
   }
   Shape sh = shape(), st = strides();
   sh[d] = count;
-  st[d] = strides()[d] * step;
+  // A huge step leaves at most one element, whose stride does not matter:
+  // keep the old one rather than a wrapped product.
+  if (!mul_fits(strides()[d], step, st[d])) {
+    GENESIS_CHECK(count <= 1, "slice: stride ", strides()[d], " * step ", step, " overflows int64");
+    st[d] = strides()[d];
+  }
   const std::int64_t offset = storage_offset() + (count > 0 ? start * strides()[d] : 0);
   return detail::make_view(*this, sh, st, offset);
 }
@@ -245,8 +263,10 @@ Tensor Tensor::narrow(std::int64_t d_in, std::int64_t start, std::int64_t length
   const auto d = wrap_dim(d_in, dim(), false);
   const std::int64_t len = shape()[static_cast<std::size_t>(d)];
   if (start < 0) start += len;
-  GENESIS_CHECK(start >= 0 && length >= 0 && start + length <= len, "narrow: start (", start, ") + length (", length,
-                ") exceeds dimension size (", len, ")");
+  // length <= len - start, not start + length <= len: that sum may wrap
+  // around to a small number (Note [Size overflow]).
+  GENESIS_CHECK(start >= 0 && start <= len && length >= 0 && length <= len - start, "narrow: start (", start,
+                ") + length (", length, ") exceeds dimension size (", len, ")");
   return slice(d, start, start + length, 1);
 }
 
@@ -260,7 +280,13 @@ std::vector<Tensor> Tensor::split(std::int64_t split_size, std::int64_t d_in) co
     out.push_back(*this);
     return out;
   }
-  for (std::int64_t s = 0; s < len; s += split_size) out.push_back(narrow(d, s, std::min(split_size, len - s)));
+  // Steps by `len - s > split_size`, never past len: s + split_size may not fit.
+  for (std::int64_t s = 0;;) {
+    const std::int64_t n = std::min(split_size, len - s);
+    out.push_back(narrow(d, s, n));
+    if (len - s <= split_size) break;
+    s += split_size;
+  }
   return out;
 }
 
@@ -269,7 +295,7 @@ std::vector<Tensor> Tensor::split(const std::vector<std::int64_t>& sizes, std::i
   std::int64_t total = 0;
   for (auto s : sizes) {
     GENESIS_CHECK(s >= 0, "split: negative section size ", s);
-    total += s;
+    GENESIS_CHECK(add_fits(total, s, total), "split: the sizes ", shape_str(sizes), " sum to more than 2^63-1");
   }
   GENESIS_CHECK(total == size(d), "split: the sizes ", shape_str(sizes), " sum to ", total,
                 " but dimension ", d, " has size ", size(d));
@@ -286,7 +312,7 @@ std::vector<Tensor> Tensor::chunk(std::int64_t chunks, std::int64_t d_in) const 
   GENESIS_CHECK(chunks > 0, "chunk expects `chunks` to be greater than 0, got: ", chunks);
   const auto d = wrap_dim(d_in, dim(), false);
   const std::int64_t len = size(d);
-  const std::int64_t each = (len + chunks - 1) / chunks;
+  const std::int64_t each = len / chunks + (len % chunks != 0 ? 1 : 0);  // len + chunks - 1 may overflow
   if (each == 0) return {*this};
   return split(each, d);
 }
@@ -323,7 +349,8 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t d_in) {
                     " in the list");
     }
     dt = promote_types(dt, t.dtype());
-    total += t.shape()[d];
+    GENESIS_CHECK(add_fits(total, t.shape()[d], total), "cat: the sizes along dimension ", d,
+                  " add up to more than 2^63-1 (at tensor ", i, ")");
   }
   Shape out_shape = first.shape();
   out_shape[d] = total;

@@ -6,6 +6,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "genesis/core/checked_math.h"
 #include "genesis/core/error.h"
 #include "genesis/storage/convert.h"
 #include "genesis/storage/copy.h"
@@ -61,14 +62,7 @@ std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, bool scalar_ok) {
   return dim < 0 ? dim + n : dim;
 }
 
-std::int64_t shape_numel(const Shape& shape) {
-  std::int64_t n = 1;
-  for (auto s : shape) {
-    GENESIS_CHECK(s >= 0, "negative dimension ", s, " in shape ", shape_str(shape));
-    n *= s;
-  }
-  return n;
-}
+std::int64_t shape_numel(const Shape& shape) { return checked_numel(shape); }
 
 std::string shape_str(const Shape& shape) {
   std::ostringstream os;
@@ -193,15 +187,24 @@ Tensor::Tensor(Storage storage, Shape shape, Shape strides, std::int64_t offset)
                 detail::shape_str(strides), " differ in length");
   GENESIS_CHECK(shape.size() <= static_cast<std::size_t>(kernels::kMaxDims), "Tensor: at most ", kernels::kMaxDims,
                 " dimensions are supported, got ", shape.size());
-  const std::int64_t n = detail::shape_numel(shape);
+  // Note [Size overflow]: numel() and nbytes() of every tensor fit in int64,
+  // so neither needs checking afterwards (an expanded view may not claim
+  // 2^62 x 2 elements).
+  const std::int64_t n = checked_numel(shape, "Tensor");
+  (void)checked_nbytes(shape, dtype_size(storage.dtype()), "Tensor");
   GENESIS_CHECK(offset >= 0, "Tensor: negative storage offset ", offset);
   if (n > 0) {
+    // The element range touched; a wrapped extent could look in bounds.
     std::int64_t lo = offset, hi = offset;
-    for (std::size_t d = 0; d < shape.size(); ++d) {
-      const std::int64_t ext = (shape[d] - 1) * strides[d];
-      (ext < 0 ? lo : hi) += ext;
+    bool fits = true;
+    for (std::size_t d = 0; d < shape.size() && fits; ++d) {
+      std::int64_t ext = 0;
+      fits = mul_fits(shape[d] - 1, strides[d], ext) && (ext < 0 ? add_fits(lo, ext, lo) : add_fits(hi, ext, hi));
     }
     const auto capacity = static_cast<std::int64_t>(storage.nbytes() / dtype_size(storage.dtype()));
+    GENESIS_CHECK(fits, "Tensor: shape ", detail::shape_str(shape), " with strides ", detail::shape_str(strides),
+                  " at offset ", offset, " reaches elements beyond +-(2^63-1), outside the storage of ", capacity,
+                  " elements");
     GENESIS_CHECK(lo >= 0 && hi < capacity, "Tensor: shape ", detail::shape_str(shape), " with strides ",
                   detail::shape_str(strides), " at offset ", offset, " reaches elements [", lo, ", ", hi,
                   "] outside the storage of ", capacity, " elements");
@@ -228,7 +231,7 @@ std::int64_t Tensor::stride(std::int64_t d) const {
   return strides()[static_cast<std::size_t>(detail::wrap_dim(d, dim(), false))];
 }
 std::int64_t Tensor::numel() const {
-  std::int64_t n = 1;
+  std::int64_t n = 1;  // cannot overflow: the constructor checked (Note [Size overflow])
   for (auto s : shape()) n *= s;
   return n;
 }

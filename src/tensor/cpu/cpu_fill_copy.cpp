@@ -118,7 +118,11 @@ void iota(const KernelContext&, const StridedOperand& out, Scalar start, Scalar 
     parallel_for(n, kParallelGrain, [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t i = b; i < e; ++i) {
         if constexpr (std::is_integral_v<T>) {
-          o[i] = static_cast<T>(start.to_int64() + static_cast<std::int64_t>(i) * step.to_int64());
+          // Unsigned: i * step may pass 2^63 on the way to a value in range
+          // (arange(-2**63, 2**63-1, 2**62)); wrapping gives the exact result.
+          o[i] = static_cast<T>(static_cast<std::int64_t>(static_cast<std::uint64_t>(start.to_int64()) +
+                                                          static_cast<std::uint64_t>(i) *
+                                                              static_cast<std::uint64_t>(step.to_int64())));
         } else {
           o[i] = cast<T>(start.to_double() + static_cast<double>(i) * step.to_double());
         }
