@@ -13,6 +13,12 @@
 // calls the managed tensor's deleter when done. Our manager context holds a
 // Tensor handle, so the memory lives until that deleter runs.
 //
+// Read-only memory (Note [Read-only memory] in storage/storage.h): a
+// versioned capsule with DLPACK_FLAG_BITMASK_READ_ONLY imports as a
+// read-only tensor, and a read-only tensor exports with that flag. The
+// legacy capsule has no flags: a read-only tensor refuses to go out that way
+// (BufferError, as NumPy does), since the consumer would write into it.
+//
 // Streams (CUDA): the spec asks the producer to make the data ready for the
 // consumer's stream. We synchronise the tensor's stream unless the consumer
 // passes -1 ("no synchronisation"); simple and always correct, at the price
@@ -25,10 +31,12 @@
 // 1.0 headers). Without the header at all, dlpack_abi.h declares the ABI.
 #include "dlpack_abi.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "genesis/core/checked_math.h"
 #include "genesis/core/error.h"
 #include "genesis/cuda/stream.h"
 #include "genesis/tensor/api.h"
@@ -57,7 +65,11 @@ struct VersionedTensor {
 #endif
 
 constexpr std::uint8_t kBoolCode = 6;  // kDLBool, added in DLPack 0.8 (absent from 0.6's enum)
-constexpr std::uint64_t kFlagReadOnly = 1ULL << 0;
+#if defined(DLPACK_FLAG_BITMASK_READ_ONLY)
+constexpr std::uint64_t kFlagReadOnly = DLPACK_FLAG_BITMASK_READ_ONLY;
+#else
+constexpr std::uint64_t kFlagReadOnly = 1ULL << 0;  // DLPACK_FLAG_BITMASK_READ_ONLY of DLPack 1.0
+#endif
 
 constexpr const char* kLegacyName = "dltensor";
 constexpr const char* kLegacyUsed = "used_dltensor";
@@ -181,7 +193,7 @@ py::object export_tensor(const Tensor& self, py::object stream, py::object max_v
     make(e);
     e->managed.version.major = 1;
     e->managed.version.minor = 0;
-    e->managed.flags = 0;
+    e->managed.flags = t.is_read_only() ? kFlagReadOnly : 0;
     e->managed.deleter = &delete_export<VersionedTensor>;
     PyObject* cap = PyCapsule_New(&e->managed, kVersionedName, &capsule_destructor<VersionedTensor>);
     if (cap == nullptr) {
@@ -189,6 +201,12 @@ py::object export_tensor(const Tensor& self, py::object stream, py::object max_v
       throw py::error_already_set();
     }
     return py::reinterpret_steal<py::object>(cap);
+  }
+  if (t.is_read_only()) {
+    throw py::buffer_error(
+        "DLPack: this tensor is read-only (its source is read-only memory), and the legacy DLPack protocol cannot "
+        "mark it so: ask for a versioned capsule (__dlpack__(max_version=(1, 0))) or export a writable copy "
+        "(t.clone())");
   }
   auto* e = new Export<DLManagedTensor>();
   make(e);
@@ -202,8 +220,16 @@ py::object export_tensor(const Tensor& self, py::object stream, py::object max_v
 }
 
 // A DLTensor -> Tensor over the same memory; `release` runs when the last
-// reference to the storage goes.
-Tensor import_dl(const DLTensor& dl, std::function<void()> release) {
+// reference to the storage goes (also when the import fails). `read_only`:
+// the producer flagged the memory read-only.
+Tensor import_dl(const DLTensor& dl, std::function<void()> release, bool read_only) {
+  // The producer's memory is handed back on every failure below.
+  struct Guard {
+    std::function<void()>* release;
+    ~Guard() {
+      if (release != nullptr) (*release)();
+    }
+  } guard{&release};
   const DType dtype = from_dl_dtype(dl.dtype);
   Device device;
   if (dl.device.device_type == kDLCPU || dl.device.device_type == kDLCUDAHost) {
@@ -211,11 +237,16 @@ Tensor import_dl(const DLTensor& dl, std::function<void()> release) {
   } else if (dl.device.device_type == kDLCUDA) {
     device = Device::parse("cuda:" + std::to_string(dl.device.device_id));
   } else {
-    release();
     throw py::buffer_error("DLPack: device type " + std::to_string(dl.device.device_type) + " is not supported");
+  }
+  if (dl.ndim < 0 || dl.ndim > kernels::kMaxDims || (dl.ndim > 0 && dl.shape == nullptr)) {
+    throw py::buffer_error("DLPack: invalid tensor: ndim " + std::to_string(dl.ndim) +
+                           (dl.ndim > 0 && dl.shape == nullptr ? " with a null shape" : ""));
   }
   const auto ndim = static_cast<std::size_t>(dl.ndim);
   Shape shape(dl.shape, dl.shape + ndim);
+  // A producer's sizes are not trusted to fit (Note [Size overflow]).
+  const std::int64_t numel = checked_numel(shape, "DLPack");
   Shape strides(ndim);
   if (dl.strides != nullptr) {
     strides.assign(dl.strides, dl.strides + ndim);
@@ -223,19 +254,25 @@ Tensor import_dl(const DLTensor& dl, std::function<void()> release) {
     std::int64_t s = 1;  // NULL strides: compact row-major (spec)
     for (std::size_t d = ndim; d-- > 0;) {
       strides[d] = s;
-      s *= shape[d];
+      if (d > 0) s = checked_mul(s, std::max<std::int64_t>(shape[d], 1), "DLPack: strides");
     }
   }
-  std::int64_t lo = 0, hi = 0, numel = 1;
-  for (std::size_t d = 0; d < ndim; ++d) {
-    numel *= shape[d];
-    if (shape[d] > 0) (strides[d] < 0 ? lo : hi) += (shape[d] - 1) * strides[d];
+  std::int64_t lo = 0, hi = 0;
+  for (std::size_t d = 0; d < ndim && numel > 0; ++d) {
+    const std::int64_t ext = checked_mul(shape[d] - 1, strides[d], "DLPack: tensor extent");
+    if (ext < 0) lo = checked_add(lo, ext, "DLPack: tensor extent");
+    else hi = checked_add(hi, ext, "DLPack: tensor extent");
   }
   const auto item = static_cast<std::int64_t>(dtype_size(dtype));
+  const std::int64_t span = numel == 0 ? 0 : checked_add(hi - lo, 1, "DLPack: tensor extent");
+  (void)checked_mul(span, item, "DLPack: byte size");
+  (void)checked_mul(lo, item, "DLPack: byte offset");
   char* data = static_cast<char*>(dl.data) + dl.byte_offset;
-  const std::int64_t span = numel == 0 ? 0 : hi - lo + 1;
   char* base = numel == 0 ? data : data + lo * item;
-  Storage storage = Storage::from_blob(base, {span}, dtype, device, [release = std::move(release)](void*) { release(); });
+  if (numel > 0 && dl.data == nullptr) throw py::buffer_error("DLPack: data is null for a non-empty tensor");
+  Storage storage = Storage::from_blob(base, {span}, dtype, device, [release](void*) { release(); });
+  guard.release = nullptr;  // the storage's copy calls it now
+  if (read_only) storage.set_read_only("DLPack tensor (flagged read-only by its producer)");
   return Tensor(std::move(storage), std::move(shape), std::move(strides), numel == 0 ? 0 : -lo);
 }
 
@@ -261,13 +298,12 @@ Tensor from_capsule(py::handle cap) {
                              " is newer than this consumer (1)");
     }
     if (PyCapsule_SetName(c, kVersionedUsed) != 0) throw py::error_already_set();
-    (void)kFlagReadOnly;  // read-only producers: the tensor is writable here; writing is the caller's mistake
-    return import_dl(managed->dl_tensor, releaser(managed));
+    return import_dl(managed->dl_tensor, releaser(managed), (managed->flags & kFlagReadOnly) != 0);
   }
   if (PyCapsule_IsValid(c, kLegacyName)) {
     auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(c, kLegacyName));
     if (PyCapsule_SetName(c, kLegacyUsed) != 0) throw py::error_already_set();
-    return import_dl(managed->dl_tensor, releaser(managed));
+    return import_dl(managed->dl_tensor, releaser(managed), false);
   }
   throw py::value_error("from_dlpack: not a DLPack capsule, or one already consumed");
 }

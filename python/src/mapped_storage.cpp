@@ -71,6 +71,8 @@ std::unique_ptr<PyMappedStorage> make(const py::object& filename, const py::obje
       std::fprintf(stderr, "genesis: closing MappedStorage '%s' failed: %s\n", keep->filename().c_str(), e.what());
     }
   });
+  // PROT_READ pages: the C++ storage refuses writes too (Note [Read-only memory]).
+  if (p->readonly) p->storage.set_read_only("memory-mapped file (mode 'r')");
   return p;
 }
 

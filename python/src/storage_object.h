@@ -12,10 +12,11 @@
 // uses it, so a closed storage can never leave a dangling array behind.
 //
 // Note [Read-only storages]: a MappedStorage opened with mode 'r' maps its
-// pages PROT_READ, where a write would kill the process with SIGSEGV. The C++
-// Storage has no read-only flag, so the Python object carries one:
-// exported buffers are read-only, and every binding that writes (copy_,
-// copy_storage, batch_copy targets) checks writable_storage() first.
+// pages PROT_READ, where a write would kill the process with SIGSEGV. The
+// Python object carries a flag: exported buffers are read-only, and every
+// binding that writes (copy_, copy_storage, batch_copy targets) checks
+// writable_storage() first, with a message about the mode; the C++ storage
+// is marked read-only as well (Note [Read-only memory] in storage.h).
 //
 // Note [Buffer export]: the buffer protocol is implemented here rather than
 // with pybind11's def_buffer, whose getbuffer can neither refuse an export

@@ -5,7 +5,13 @@
 //                          tensors give a strided view (NumPy strides are
 //                          bytes, ours elements).
 //   genesis.from_numpy(a)  a tensor over the array's memory; the storage's
-//                          deleter holds a reference to the array.
+//                          deleter holds a reference to the array. A
+//                          read-only array (np.frombuffer(bytes), a
+//                          read-only mmap, flags.writeable False) gives a
+//                          read-only tensor: writes raise ValueError
+//                          (Note [Read-only memory] in storage/storage.h;
+//                          PyTorch only warns, and then crashes or changes
+//                          the immutable object).
 //   np.asarray(t)          through __array__ (also for bfloat16, via float32,
 //                          which NumPy has no dtype for: a copy).
 // genesis.tensor(ndarray) copies (tensor_creation.cpp).
@@ -13,6 +19,7 @@
 
 #include <pybind11/numpy.h>
 
+#include "genesis/core/checked_math.h"
 #include "genesis/core/error.h"
 #include "genesis/tensor/api.h"
 #include "tensor_args.h"
@@ -57,8 +64,11 @@ py::array to_numpy(const Tensor& t) {
   auto* keep = new Tensor(t);
   py::capsule base(keep, [](void* p) { delete static_cast<Tensor*>(p); });
   void* ptr = t.numel() == 0 ? nullptr : t.data_ptr();
-  if (ptr == nullptr) return py::array(numpy_dtype(t.dtype()), shape, strides);  // empty: nothing to share
-  return py::array(numpy_dtype(t.dtype()), shape, strides, ptr, base);
+  py::array a = ptr == nullptr ? py::array(numpy_dtype(t.dtype()), shape, strides)  // empty: nothing to share
+                               : py::array(numpy_dtype(t.dtype()), shape, strides, ptr, base);
+  // Read-only memory stays read-only through NumPy (Note [Read-only memory]).
+  if (t.is_read_only()) a.attr("flags").attr("writeable") = false;
+  return a;
 }
 
 }  // namespace
@@ -80,15 +90,18 @@ Tensor from_numpy_array(py::handle h) {
                             "(use np.ascontiguousarray)");
     }
     strides[d] = bytes / item;
-    numel *= shape[d];
-    if (shape[d] > 0) {
-      if (strides[d] < 0) lo += (shape[d] - 1) * strides[d];
-      else hi += (shape[d] - 1) * strides[d];
-    }
+  }
+  // NumPy bounds its arrays' sizes; checked anyway (Note [Size overflow]).
+  numel = checked_numel(shape, "genesis.from_numpy");
+  for (std::size_t d = 0; d < ndim && numel > 0; ++d) {
+    const std::int64_t ext = checked_mul(shape[d] - 1, strides[d], "genesis.from_numpy: array extent");
+    if (ext < 0) lo = checked_add(lo, ext, "genesis.from_numpy: array extent");
+    else hi = checked_add(hi, ext, "genesis.from_numpy: array extent");
   }
   auto* data = static_cast<char*>(const_cast<void*>(arr.data()));
   const std::int64_t span = numel == 0 ? 0 : hi - lo + 1;
   char* base = numel == 0 ? data : data + lo * item;
+  const bool read_only = !arr.writeable();
   PyObject* owner = h.ptr();
   Py_INCREF(owner);
   Storage storage = Storage::from_blob(base, {span}, dtype, Device{}, [owner](void*) {
@@ -98,6 +111,7 @@ Tensor from_numpy_array(py::handle h) {
     py::gil_scoped_acquire gil;
     Py_DECREF(owner);
   });
+  if (read_only) storage.set_read_only("NumPy array");
   return Tensor(std::move(storage), std::move(shape), std::move(strides), numel == 0 ? 0 : -lo);
 }
 
@@ -123,6 +137,9 @@ void bind_tensor_numpy(py::module_& m, TensorClass& cls) {
   // ndarray (op) tensor defers to the tensor's reflected operator, so the
   // result is a Tensor with our promotion rules (PyTorch does the same).
   cls.attr("__array_priority__") = 1000;
+  cls.def_property_readonly("is_read_only", &Tensor::is_read_only,
+                            "True over read-only memory (a read-only NumPy array, bytes, a read-only mmap, a DLPack "
+                            "tensor flagged read-only): every write raises ValueError.");
 
   m.def(
       "from_numpy", [](py::handle a) {

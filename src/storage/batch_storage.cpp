@@ -77,6 +77,7 @@ void BatchStorage::batch_copy(std::vector<Storage>& targets) {
                 " sources but ", targets.size(), " targets");
   for (std::size_t i = 0; i < targets.size(); ++i) {
     GENESIS_CHECK(targets[i].defined(), "BatchStorage::batch_copy: target ", i, " is null");
+    targets[i].check_writable("BatchStorage::batch_copy");
     GENESIS_CHECK(targets[i].dtype() == storages_[i].dtype() && targets[i].nbytes() == storages_[i].nbytes(),
                   "BatchStorage::batch_copy: pair ", i, ": source is ", storages_[i].nbytes(), " bytes of ",
                   dtype_name(storages_[i].dtype()), ", target ", targets[i].nbytes(), " bytes of ",

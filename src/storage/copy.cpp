@@ -156,6 +156,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 }
 
 void copy_storage_bytes(const Storage& src, Storage& dst, bool non_blocking) {
+  dst.check_writable("copy_storage");
   GENESIS_CHECK(src.nbytes() == dst.nbytes(), "copy_storage: byte sizes differ (destination ", dst.nbytes(),
                 ", source ", src.nbytes(), ")");
   if (src.nbytes() == 0 || src.data_ptr() == dst.data_ptr()) return;

@@ -183,6 +183,20 @@ std::int64_t Storage::numel() const {
   return n;
 }
 
+void Storage::set_read_only(const char* source) {
+  GENESIS_CHECK(source != nullptr && *source != '\0', "Storage::set_read_only: the source name is empty");
+  (void)checked();  // a null storage is an error
+  impl_->read_only_source_ = source;
+}
+
+void Storage::check_writable(const char* what) const {
+  const char* source = checked().read_only_source();
+  if (GENESIS_LIKELY(source == nullptr)) return;
+  GENESIS_THROW(InvalidArgumentError, what, ": cannot write to read-only memory: the source ", source,
+                " is read-only (writing would crash or change data that must not change). Pass a writable copy "
+                "instead: for NumPy genesis.from_numpy(array.copy()), for a tensor tensor.clone()");
+}
+
 bool Storage::is_pinned() const {
   const StorageImpl& impl = checked();
   return impl.device().is_cpu() && impl.nbytes() > 0 && memory::is_pinned(impl.data());
@@ -204,6 +218,7 @@ Storage Storage::clone() const {
 }
 
 Storage& Storage::copy_(const Storage& src, bool non_blocking) {
+  check_writable("Storage::copy_");
   const StorageImpl& d = checked();
   const StorageImpl& s = src.checked();
   GENESIS_CHECK(numel() == src.numel(), "Storage::copy_: element counts differ (destination ", numel(),

@@ -57,6 +57,7 @@ Destination destination(Tensor* out, DType dt, const Shape& shape, Device device
     return d;
   }
   detail::check_defined(*out, name);
+  detail::check_writable(*out, name);  // in-place forms and out= arguments
   GENESIS_CHECK(out->shape() == shape, name, ": output with shape ", detail::shape_str(out->shape()),
                 " doesn't match the broadcast shape ", detail::shape_str(shape));
   GENESIS_CHECK(out->device() == device, name, ": the output is on ", out->device(), " but the operands on ", device);

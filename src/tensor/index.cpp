@@ -481,6 +481,8 @@ Tensor index(const Tensor& x, const std::vector<IndexItem>& items) {
 
 void index_put(Tensor& x, const std::vector<IndexItem>& items, const Tensor& value_in, bool accumulate) {
   detail::check_defined(value_in, "index_put");
+  detail::check_defined(x, "index_put");
+  detail::check_writable(x, "index_put");
   detail::check_no_internal_overlap(x, "index_put");
   const IndexPlan plan = make_plan(x, items, IndexKind::kCopy, IndexKind::kScatter, defers_scatter_checks(x));
   if (plan.kind == IndexKind::kCopy) {  // copy_ handles casts, broadcasting and overlap
@@ -507,6 +509,8 @@ void index_put(Tensor& x, const std::vector<IndexItem>& items, const Tensor& val
 }
 
 void index_put(Tensor& x, const std::vector<IndexItem>& items, Scalar value, bool accumulate) {
+  detail::check_defined(x, "index_put");
+  detail::check_writable(x, "index_put");
   const IndexPlan plan = make_plan(x, items, IndexKind::kFill, IndexKind::kScatter, defers_scatter_checks(x));
   if (plan.kind == IndexKind::kFill) {
     Tensor view = plan.view;

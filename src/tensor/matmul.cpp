@@ -82,6 +82,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) {
   const Plan p = plan(a, b);
   detail::check_defined(out, "matmul_out");
+  detail::check_writable(out, "matmul_out");
   GENESIS_CHECK_TYPE(out.dtype() == a.dtype(), "matmul_out: expected out to have dtype ", a.dtype(), ", got ",
                      out.dtype());
   GENESIS_CHECK(out.shape() == p.out_shape, "matmul_out: expected out of shape ", detail::shape_str(p.out_shape),

@@ -127,6 +127,8 @@ void check_defined(const Tensor& t, const char* what) {
   GENESIS_CHECK(t.defined(), what, ": the tensor is undefined (default-constructed)");
 }
 
+void check_writable(const Tensor& t, const char* what) { t.storage().check_writable(what); }
+
 Tensor make_view(const Tensor& t, Shape shape, Shape strides, std::int64_t offset) {
   return Tensor(t.storage(), std::move(shape), std::move(strides), offset);
 }
@@ -277,6 +279,7 @@ Tensor Tensor::clone() const {
 
 Tensor& Tensor::copy_(const Tensor& src_in) {
   detail::check_defined(src_in, "copy_");
+  detail::check_writable(*this, "copy_");
   Shape b = broadcast_shapes(shape(), src_in.shape());
   GENESIS_CHECK(b == shape(), "copy_: the source of shape ", detail::shape_str(src_in.shape()),
                 " does not broadcast to the destination shape ", detail::shape_str(shape()));
@@ -296,6 +299,7 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
 }
 
 Tensor& Tensor::fill_(Scalar value) {
+  detail::check_writable(*this, "fill_");
   if (numel() == 0) return *this;
   auto fn = detail::kernel_entry(device(), &kernels::KernelTable::fill, "fill");
   fn(detail::kernel_ctx(device()), detail::operand(*this), value);

@@ -53,6 +53,11 @@ bool same_elements(const Tensor& a, const Tensor& b);
 /// location (an expanded tensor): writing it would race and depend on order.
 void check_no_internal_overlap(const Tensor& t, const char* what);
 
+/// InvalidArgumentError naming `what` when `t` is over read-only memory
+/// (Note [Read-only memory]); every operation that writes into an existing
+/// tensor calls it first.
+void check_writable(const Tensor& t, const char* what);
+
 /// Checks that `t` is defined (InvalidArgumentError naming `what`).
 void check_defined(const Tensor& t, const char* what);
 

@@ -15,6 +15,18 @@
 // c10::intrusive_ptr, kept intrusive so that one heap object per storage is
 // all it costs (bindings hold the raw pointer; incref/decref, SPEC S6).
 //
+// Note [Read-only memory]: a storage made over memory that must not be
+// written (a read-only NumPy array, one over `bytes`, a PROT_READ mapping,
+// a DLPack tensor flagged read-only) is marked read-only with the name of its
+// source. Reads work as usual; every write into it (Storage::copy_,
+// copy_storage, and on tensors copy_, fill_, in-place operations, out=
+// arguments, index assignment, through any view) fails with
+// InvalidArgumentError saying that the source is read-only and to pass a
+// writable copy, instead of crashing on a PROT_READ page or silently
+// changing an immutable object. Exports keep the flag (NumPy arrays are
+// non-writable, DLPack capsules carry the read-only flag). The mark is made
+// before the storage is shared and never removed.
+//
 // Memory in use by an asynchronous copy is never released early: pooled
 // blocks are marked with record_stream (the allocator delays reuse until the
 // stream's work is done) and other memory is kept alive by the copy engine
@@ -72,6 +84,9 @@ class StorageImpl {
   void* block() const noexcept { return base_; }
   /// The stream the block was allocated on (pooled storages).
   StreamId stream() const noexcept { return stream_; }
+  /// What the memory came from when it must not be written ("NumPy array"),
+  /// nullptr when writable (Note [Read-only memory]).
+  const char* read_only_source() const noexcept { return read_only_source_; }
 
   std::int64_t use_count() const noexcept { return strong_.load(std::memory_order_acquire); }
 
@@ -104,6 +119,7 @@ class StorageImpl {
   void* base_ = nullptr;                           // pooled: the block (data_ may be aligned inside)
   StreamId stream_ = 0;
   StorageDeleter deleter_;                         // not pooled: how to free
+  const char* read_only_source_ = nullptr;         // non-null: read-only (static string); set once, before sharing
 };
 
 /// A strong reference to a StorageImpl. A default-constructed Storage is
@@ -163,6 +179,15 @@ class Storage {
   std::int64_t numel() const;
   std::size_t itemsize() const { return dtype_size(dtype()); }
   bool is_pooled() const { return checked().allocator() != nullptr; }
+  /// Note [Read-only memory].
+  bool is_read_only() const { return checked().read_only_source() != nullptr; }
+  /// Marks the memory read-only; `source` names where it came from in error
+  /// messages ("NumPy array") and must outlive the storage (a literal). Call
+  /// right after creating the storage, before it is shared; never undone.
+  void set_read_only(const char* source);
+  /// InvalidArgumentError "<what>: cannot write to a read-only ... the source
+  /// <source> is read-only ..." when the storage is read-only.
+  void check_writable(const char* what) const;
   /// True for host memory that is page-locked (DMA-capable).
   bool is_pinned() const;
   std::int64_t use_count() const noexcept { return impl_ ? impl_->use_count() : 0; }

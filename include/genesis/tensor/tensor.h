@@ -125,6 +125,10 @@ class Tensor {
   /// Row-major contiguous (dims of size 1 may have any stride).
   bool is_contiguous() const;
   bool is_floating_point() const { return is_floating(dtype()); }
+  /// True over read-only memory (a read-only NumPy array, a DLPack tensor
+  /// flagged read-only): every write fails (Note [Read-only memory] in
+  /// storage/storage.h).
+  bool is_read_only() const { return impl().storage.is_read_only(); }
   /// True when both are handles to the same TensorImpl.
   bool is_same(const Tensor& o) const noexcept { return impl_ == o.impl_; }
 
