@@ -67,7 +67,9 @@ from ._dtype import (all_dtypes, bfloat16, bool, double, dtype, float, float16, 
 from ._tensor import *  # noqa: E402,F401,F403,A001
 from ._tensor import __all__ as _tensor_all  # noqa: E402
 
-__version__ = "0.1.0"
+# One version for the project: project(genesis VERSION ...) in CMakeLists.txt,
+# compiled into _C through the generated genesis/version.h.
+__version__ = _C.__version__
 
 __all__ = [
     # errors

@@ -1,9 +1,12 @@
 // Entry point of the `genesis._C` extension module. The Python package
 // `genesis` (python/genesis/) imports it and builds the public API on top.
 #include "bindings.h"
+#include "genesis/version.h"
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "Genesis C++ bindings (internal: use the `genesis` package)";
+  // The version of the library this module was built from (genesis.__version__).
+  m.attr("__version__") = GENESIS_VERSION_STRING;
   genesis::python::bind_errors(m);
   genesis::python::bind_device(m);
   genesis::python::bind_dtype(m);

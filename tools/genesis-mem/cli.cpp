@@ -14,10 +14,7 @@
 
 #include "command.h"
 #include "genesis/core/error.h"
-
-#ifndef GENESIS_VERSION
-#define GENESIS_VERSION "unknown"
-#endif
+#include "genesis/version.h"
 
 namespace genesis::tools {
 
@@ -56,7 +53,7 @@ int check_stdout(int status) {
 
 }  // namespace
 
-const char* genesis_mem_version() noexcept { return "genesis-mem " GENESIS_VERSION; }
+const char* genesis_mem_version() noexcept { return "genesis-mem " GENESIS_VERSION_STRING; }
 
 int genesis_mem_main(int argc, char** argv) {
   CLI::App app{"genesis-mem: watch, explain and replay GPU memory use", "genesis-mem"};
