@@ -66,10 +66,12 @@ message(STATUS "Genesis: CUDA ${CUDAToolkit_VERSION} enabled (nvcc ${CMAKE_CUDA_
 # the target and of its users). Add further libraries here when needed.
 function(genesis_link_cuda target)
   target_link_libraries(${target} PUBLIC CUDA::cudart_static)
-  # cuBLAS: the tensor matmul (src/tensor/cuda/cuda_matmul.cu).
-  target_link_libraries(${target} PUBLIC CUDA::cublas)
-  # cuBLASLt: float32/TF32/16-bit matmul (Note [Matmul through cuBLASLt]).
-  target_link_libraries(${target} PUBLIC CUDA::cublasLt)
+  # cuBLAS and cuBLASLt (the tensor matmul, src/tensor/cuda/cuda_matmul.cu)
+  # are not linked: they are opened on first use (Note [CUDA loaded on first
+  # use] in src/tensor/cuda/cublas_loader.cpp), from the loader's search path
+  # or else this toolkit's library directory.
+  target_link_libraries(${target} PUBLIC ${CMAKE_DL_LIBS})
+  target_compile_definitions(${target} PRIVATE GENESIS_CUDA_LIBRARY_DIR="${CUDAToolkit_LIBRARY_DIR}")
   if(GENESIS_LINK_CUDA_DRIVER)
     # Driver API (cuMemCreate, cuMemMap, ...). Links libcuda.so, which comes
     # with the driver: on a build-only machine the toolkit's stub is used.

@@ -78,6 +78,9 @@ cache_value() { sed -n "s/^$1:[A-Z]*=//p" "$BUILD_DIR/CMakeCache.txt"; }
 [[ "$(cache_value GENESIS_INSTALL)" != OFF ]] || die "$BUILD_DIR is configured with GENESIS_INSTALL=OFF"
 HAS_TOOLS="$(cache_value GENESIS_BUILD_TOOLS)"
 HAS_PYTHON="$(cache_value GENESIS_BUILD_PYTHON)"
+# The interpreter the module was built for (the venv and the imports use it).
+build_python="$(cache_value Python3_EXECUTABLE)"
+[[ -n $build_python && -x $build_python ]] && PYTHON="$build_python"
 
 # --------------------------------------------------------------- install ---
 step "install: cmake --install $BUILD_DIR --prefix $PREFIX"
