@@ -18,18 +18,50 @@ JOBS="$(nproc 2>/dev/null || echo 2)"
 # Debian packages Genesis needs to build and test (compilers, CMake/Ninja,
 # GoogleTest, tool/bench/python dependencies; python3-hypothesis runs the
 # Python property tests, python3-matplotlib draws memory timelines).
+# Only what the build and the tests use: git is not listed (whoever runs
+# this has the repository); python3-venv, -pip, -setuptools and -wheel
+# install the Python package into a venv (scripts/check_install.sh).
 PACKAGES=(
-  build-essential cmake ninja-build git pkg-config
-  libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
+  build-essential cmake ninja-build pkg-config
+  libgtest-dev
+  libcli11-dev nlohmann-json3-dev zlib1g-dev
   pybind11-dev libdlpack-dev python3-dev python3-numpy python3-pytest python3-hypothesis python3-matplotlib
   clang-14 libclang-rt-14-dev
   libopenblas-dev
   libcpp-httplib-dev libssl-dev prometheus
   chromium
+  python3-venv python3-pip python3-setuptools python3-wheel
 )
 
 log() { printf '\n==> %s\n' "$*"; }
+
+# retry <command...>: up to APT_ATTEMPTS (default 3) attempts, waiting
+# APT_RETRY_WAIT (default 10) seconds after the first failure and three times
+# longer after each next one: a package mirror that fails for a moment (a
+# timeout, a file changing during a sync) does not fail the run; one that
+# keeps failing does, after the command's own error.
+retry() {
+  local attempts="${APT_ATTEMPTS:-3}" n=1 wait="${APT_RETRY_WAIT:-10}"
+  until "$@"; do
+    if (( n >= attempts )); then
+      echo "failed $attempts times: $*" >&2
+      return 1
+    fi
+    echo "attempt $n of $attempts failed: $*; again in ${wait}s" >&2
+    sleep "$wait"
+    n=$((n + 1)) wait=$((wait * 3))
+  done
+}
+
+# apt_update_install <packages...> (uses install_deps's `sudo`). apt-get update
+# reports a mirror it could not reach as a warning and exits 0; Error-Mode=any
+# makes it a failure, so that it is retried.
+apt_update_install() {
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 \
+    -o APT::Update::Error-Mode=any update &&
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 \
+      install -y --no-install-recommends "$@"
+}
 
 # ----------------------------------------------------------- step 1: deps ---
 install_deps() {
@@ -58,9 +90,9 @@ install_deps() {
       fi
     fi
     log "Installing: ${missing[*]}"
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 \
-      install -y --no-install-recommends "${missing[@]}"
+    # Update and install are retried together: after a failed download the
+    # package lists may be what is stale.
+    retry apt_update_install "${missing[@]}"
   fi
   if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
     echo "CUDA toolkit found: building with CUDA (GPU code compiles; tests that need a GPU skip without one)."

@@ -10,6 +10,10 @@
 #   asan    ASan+UBSan build in build-asan/ (CUDA off) -> ctest (all tests)
 #   tsan    TSan build in build-tsan/ (CUDA off) -> ctest -R 'Stress|Concurren|Thread|Arenas'
 #   python  pytest python/tests (only if that directory exists)
+#   install scripts/check_install.sh --build-dir build: cmake --install build/ into a
+#           temporary prefix, tests/consumer/ built against it (find_package and
+#           pkg-config) and as a subproject, the Python package through cmake
+#           --install and pip in a venv (no second compile: it reuses build/)
 # Tests that need a GPU report "Skipped" on machines without one.
 set -uo pipefail
 
@@ -119,6 +123,18 @@ if [[ -d python/tests ]]; then
   fi
 else
   record python SKIP "no python/tests directory"
+fi
+
+# --------------------------------------------------------------- install ---
+# Genesis as other projects use it (scripts/check_install.sh): installed from
+# the Release build/, so nothing is compiled again.
+log "install: scripts/check_install.sh --build-dir build"
+if [[ ! -f build/CMakeCache.txt ]]; then
+  record install FAIL "build/ was not configured (release stage)"
+elif "$ROOT/scripts/check_install.sh" --build-dir build; then
+  record install PASS
+else
+  record install FAIL "see the check_install output above"
 fi
 
 # --------------------------------------------------------------- summary ---
