@@ -9,8 +9,9 @@ pybind11-dev, python3-setuptools and python3-wheel (nothing is downloaded;
 
 The extension genesis._C is built by the project's CMake build (target
 genesis_python) and put into the package with `cmake --install --component
-python`, so it carries the install RPATH rather than the build tree's; the
-.py files are copied from python/genesis/. Every installed file is a copy:
+python` (with any other compiled file that component installs), so it
+carries the install RPATH rather than the build tree's; the .py files are
+copied from python/genesis/. Every installed file is a copy:
 the installed package does not refer back to this tree.
 
 Environment:
@@ -103,6 +104,18 @@ class CMakeBuild(build_ext):
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copyfile(built[0], dest)  # a copy, never a link into the build tree
         shutil.copymode(built[0], dest)
+        # Whatever else the component puts into the package besides the .py
+        # files (which build_py copies), e.g. libgenesis_torch_allocator.so.
+        staged_pkg = os.path.dirname(built[0])
+        for dirpath, _, filenames in os.walk(staged_pkg):
+            for name in filenames:
+                src = os.path.join(dirpath, name)
+                if name.endswith(".py") or src == built[0]:
+                    continue
+                target = os.path.join(os.path.dirname(dest), os.path.relpath(src, staged_pkg))
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                shutil.copyfile(src, target)
+                shutil.copymode(src, target)
 
 
 # setuptools' own work files go under the CMake build directory: its default

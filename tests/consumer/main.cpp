@@ -3,7 +3,7 @@
 // or with Genesis added as a subproject. scripts/check_install.sh builds it
 // each way and runs it with the version it expects:
 //
-//   genesis_consumer 0.1.0
+//   genesis_consumer <the version of project(genesis VERSION ...)>
 //
 // It allocates through the CPU caching allocator and checks the allocator's
 // books, then multiplies two tensors (the CPU matmul, so BLAS must link too)
