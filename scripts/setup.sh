@@ -124,7 +124,7 @@ run_main_job() {
   local tool="$BUILD_DIR/genesis-mem"
   local trace="$ROOT/data/traces/gpt2_train.trace.csv.gz"
   if [[ ! -x "$tool" ]]; then
-    echo "ERROR: $tool was not built (the configure step warns when CLI11, nlohmann_json or zlib is missing)." >&2
+    echo "ERROR: $tool was not built (is $BUILD_DIR configured with -DGENESIS_BUILD_TOOLS=OFF?)." >&2
     return 1
   fi
   "$tool" replay "$trace" --compare --repeat 5
