@@ -13,6 +13,7 @@ package only arranges it. Layout (one concern per module):
 
     _C                compiled bindings (python/src/)
     _errors           OutOfMemoryError, CudaError
+    _threads          set_num_threads(), get_num_threads(), available_cpus()
     _dtype            dtypes (genesis.float32, genesis.dtype('half'))
     _device           genesis.device
     _allocator_view   the memory methods shared by devices and test allocators
@@ -44,6 +45,7 @@ except ImportError as _e:  # pragma: no cover - only without a build
 _C.set_package_prefix(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)
 
 from ._errors import CudaError, OutOfMemoryError  # noqa: E402
+from ._threads import available_cpus, get_num_threads, set_num_threads  # noqa: E402
 from ._device import device  # noqa: E402
 from ._stats import DetailedMemoryStats, LargeAllocation, MemoryStats, Ratio  # noqa: E402
 from ._memory_api import (detailed_memory_stats, empty_cache, memory_snapshot, memory_stats,  # noqa: E402
@@ -74,6 +76,8 @@ __version__ = _C.__version__
 __all__ = [
     # errors
     "OutOfMemoryError", "CudaError",
+    # CPU threads
+    "set_num_threads", "get_num_threads", "available_cpus",
     # devices and memory (SPEC M)
     "device", "memory_stats", "detailed_memory_stats", "memory_summary", "memory_snapshot", "empty_cache",
     "MemoryStats", "DetailedMemoryStats", "LargeAllocation", "Ratio",

@@ -53,6 +53,9 @@ void bind_storage_inspect(py::module_& m);
 /// bind_storage: adds methods to Storage).
 void bind_storage_ipc(py::module_& m);
 
+/// set_num_threads, get_num_threads, available_cpus (threads.cpp).
+void bind_threads(py::module_& m);
+
 // --- tensors (issue 6, T; branch python3) ---
 /// genesis._C.Tensor and the tensor functions (tensor*.cpp, dlpack.cpp).
 void bind_tensor(py::module_& m);

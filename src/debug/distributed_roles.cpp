@@ -1,6 +1,8 @@
 // The master and worker roles (distributed_roles.h).
 #include "genesis/debug/distributed_roles.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 
@@ -94,6 +96,7 @@ int DistributedWorker::metrics_port() const noexcept { return metrics_ ? metrics
 
 void DistributedWorker::start() {
   if (running_.exchange(true)) GENESIS_THROW(InvalidArgumentError, "the worker was started before");
+  owner_pid_ = static_cast<int>(getpid());
   debugger_->start();
   thread_ = std::thread([this] {
     StopFlag reporting{false};
@@ -124,6 +127,13 @@ void DistributedWorker::start() {
 }
 
 void DistributedWorker::stop() {
+  if (in_forked_child(owner_pid_)) {  // Note [Fork]: the threads are the parent's
+    stop_.store(true);
+    if (thread_.joinable()) thread_.detach();
+    if (debugger_) debugger_->stop();
+    if (metrics_) metrics_->stop();
+    return;
+  }
   std::lock_guard<std::mutex> lock(join_mutex_);
   stop_.store(true);
   if (thread_.joinable()) thread_.join();
@@ -133,6 +143,7 @@ void DistributedWorker::stop() {
 }
 
 void DistributedWorker::wait() {
+  if (in_forked_child(owner_pid_)) return;
   while (running_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   std::lock_guard<std::mutex> lock(join_mutex_);
   if (thread_.joinable()) thread_.join();

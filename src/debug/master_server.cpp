@@ -1,4 +1,6 @@
 // The master's HTTP server (Note [Master server] in distributed_monitor.h).
+#include <unistd.h>
+
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -6,6 +8,7 @@
 #include <httplib.h>
 
 #include "genesis/core/error.h"
+#include "genesis/core/fork.h"
 #include "genesis/debug/distributed_monitor.h"
 #include "genesis/debug/metrics.h"
 #include "genesis/debug/node_report.h"
@@ -20,6 +23,7 @@ struct MasterServer::Impl {
   std::optional<ReportVerifier> verifier;
   httplib::Server server;
   std::thread thread;
+  int owner_pid = static_cast<int>(getpid());  // the process whose thread serves (Note [Fork])
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   int port = 0;
 
@@ -132,8 +136,10 @@ int MasterServer::port() const noexcept { return impl_->port; }
 double MasterServer::now_s() const { return impl_->now_s(); }
 
 void MasterServer::stop() {
-  impl_->server.stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
+  // A forked child must not shut down the listening socket it shares with
+  // the parent, nor join the parent's thread (Note [Fork]).
+  if (!in_forked_child(impl_->owner_pid)) impl_->server.stop();
+  join_or_forget(impl_->thread, impl_->owner_pid);
 }
 
 }  // namespace genesis::debug

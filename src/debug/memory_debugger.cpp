@@ -1,6 +1,7 @@
 #include "genesis/debug/memory_debugger.h"
 
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -73,11 +74,18 @@ void MemoryDebugger::start() {
   GENESIS_CHECK(!started_, "the memory debugger was already started");
   started_ = true;
   running_ = true;
+  owner_pid_ = static_cast<int>(getpid());
   thread_ = std::thread([this] { run(); });
 }
 
 void MemoryDebugger::stop() {
   stop_ = true;
+  if (in_forked_child(owner_pid_)) {
+    // Note [Fork]: the sampler is the parent's; nothing here will ever set
+    // done_, and its lock may have been held when the process forked.
+    if (thread_.joinable()) thread_.detach();
+    return;
+  }
   {
     std::unique_lock<std::mutex> g(mutex_);
     if (!started_) return;
@@ -90,6 +98,7 @@ void MemoryDebugger::stop() {
 }
 
 void MemoryDebugger::wait() {
+  if (in_forked_child(owner_pid_)) return;  // the sampler is the parent's (see stop())
   std::exception_ptr error;
   {
     std::unique_lock<std::mutex> g(mutex_);

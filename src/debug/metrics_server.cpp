@@ -1,6 +1,8 @@
 // The read-only metrics endpoint (Note [Metrics endpoint]).
 #include "genesis/debug/metrics_server.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -8,6 +10,7 @@
 #include <httplib.h>
 
 #include "genesis/core/error.h"
+#include "genesis/core/fork.h"
 #include "genesis/debug/memory_debugger.h"
 #include "genesis/debug/memory_metrics.h"
 #include "genesis/debug/metrics.h"
@@ -19,6 +22,7 @@ namespace genesis::debug {
 struct MetricsServer::Impl {
   httplib::Server server;
   std::thread thread;
+  int owner_pid = static_cast<int>(getpid());  // the process whose thread serves
 };
 
 MetricsServer::MetricsServer(const std::string& bind, int port, Render render, std::string title, std::string hint)
@@ -58,8 +62,11 @@ MetricsServer::~MetricsServer() { stop(); }
 
 void MetricsServer::stop() {
   if (!impl_) return;
-  impl_->server.stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
+  // In a forked child (Note [Fork]) the server thread is the parent's, and
+  // stopping would shut down the listening socket the two share: the
+  // parent's server would stop accepting. Forget the thread instead.
+  if (!in_forked_child(impl_->owner_pid)) impl_->server.stop();
+  join_or_forget(impl_->thread, impl_->owner_pid);
 }
 
 // --- this process's endpoint --------------------------------------------------
@@ -82,6 +89,21 @@ struct ProcessEndpoint {
 
 std::mutex g_mutex;
 std::unique_ptr<ProcessEndpoint> g_endpoint;
+ProcessEndpoint* g_forgotten = nullptr;  // a parent's endpoint: reachable, never destroyed
+
+// Note [Fork] (genesis/core/fork.h): the endpoint's threads (server,
+// sampler) are the parent's, so a forked child leaks it; its exit would
+// otherwise stop the parent's server and join threads that are not there.
+// (The child keeps its copy of the listening socket open until it exits.)
+void prepare_fork() { g_mutex.lock(); }
+void parent_after_fork() { g_mutex.unlock(); }
+void child_after_fork() {
+  if (g_endpoint) g_forgotten = g_endpoint.release();
+  g_mutex.unlock();
+}
+constexpr ForkHandlers kForkHandlers{&prepare_fork, &parent_after_fork, &child_after_fork};
+// Installed at load, before any thread can take the locks (Note [Fork]).
+[[maybe_unused]] const bool kForkRegistered = (register_fork_handlers(ForkRank::kMetrics, &kForkHandlers), true);
 
 }  // namespace
 

@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "genesis/core/bytes.h"
+#include "genesis/core/fork.h"
 #include "genesis/cuda/runtime.h"
 #include "genesis/memory/cuda_resource.h"
 #include "genesis/memory/host_resource.h"
+#include "genesis/memory/detail/allocator_fork.h"
 #include "genesis/memory/pinned_resource.h"
 #include "genesis/memory/publish.h"
 
@@ -27,6 +29,13 @@ struct Registry {
 };
 
 // Leaked on purpose: allocators must outlive every static object that may
+void prepare_fork();
+void parent_after_fork();
+void child_after_fork();
+constexpr ForkHandlers kForkHandlers{&prepare_fork, &parent_after_fork, &child_after_fork};
+// Installed at load, before any thread can take the locks (Note [Fork]).
+[[maybe_unused]] const bool kForkRegistered = (register_fork_handlers(ForkRank::kAllocators, &kForkHandlers), true);
+
 // still free memory during exit, and CUDA may already be unloaded by then.
 Registry& registry() {
   static auto* r = new Registry;
@@ -34,6 +43,30 @@ Registry& registry() {
 }
 
 }  // namespace
+// Note [Fork] (genesis/core/fork.h): the registry's lock, then every lock
+// of every process-wide allocator (Note [Allocators across fork]), held
+// across the fork. `forking` lists the allocators prepare locked; it is only
+// touched by the forking thread between prepare and parent/child.
+std::vector<CachingAllocator*> forking;
+
+void prepare_fork() {
+  Registry& r = registry();
+  r.mutex.lock();
+  forking.clear();
+  if (r.host) forking.push_back(r.host.get());
+  if (r.pinned) forking.push_back(r.pinned.get());
+  for (auto& a : r.cuda)
+    if (a) forking.push_back(a.get());
+  AllocatorFork::prepare(forking.data(), forking.size());
+}
+void finish_fork(bool in_child) {
+  AllocatorFork::finish(forking.data(), forking.size(), in_child);
+  forking.clear();
+  registry().mutex.unlock();
+}
+void parent_after_fork() { finish_fork(false); }
+void child_after_fork() { finish_fork(true); }
+
 
 // The process-wide allocators are created below. A new one may start
 // publishing (GENESIS_MEM_PUBLISH=1): after the registry's lock is released,

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <sstream>
 #include <thread>
 #include <type_traits>
@@ -28,6 +29,7 @@
 #include <utility>
 
 #include "genesis/core/error.h"
+#include "genesis/core/fork.h"
 #include "genesis/memory/caching_allocator.h"
 #include "genesis/memory/device_allocators.h"
 
@@ -156,6 +158,13 @@ struct Publisher {
   bool atexit_registered = false;
 };
 
+void prepare_fork();
+void parent_after_fork();
+void child_after_fork();
+constexpr ForkHandlers kForkHandlers{&prepare_fork, &parent_after_fork, &child_after_fork};
+// Installed at load, before any thread can take the locks (Note [Fork]).
+[[maybe_unused]] const bool kForkRegistered = (register_fork_handlers(ForkRank::kPublisher, &kForkHandlers), true);
+
 // Leaked: the background thread and the atexit handler may use it during exit.
 Publisher& publisher() {
   static auto* p = new Publisher;
@@ -275,6 +284,29 @@ void forget_parent_locked(Publisher& p) {
   p.fd = -1;
   p.running = false;
   p.stop = false;
+}
+
+// Note [Fork] (genesis/core/fork.h): the thread holds `mutex` while it
+// refreshes, so prepare takes both locks; the child, without the thread,
+// forgets the parent's file and gets a fresh condition variable (the old one
+// may still count the parent's thread as a waiter, which a notify in the
+// child would wait for).
+void prepare_fork() {
+  Publisher& p = publisher();
+  p.control.lock();
+  p.mutex.lock();
+}
+void parent_after_fork() {
+  Publisher& p = publisher();
+  p.mutex.unlock();
+  p.control.unlock();
+}
+void child_after_fork() {
+  Publisher& p = publisher();
+  new (&p.cv) std::condition_variable;  // re-made in place; the old state is dropped, never destroyed
+  if (p.running) forget_parent_locked(p);
+  p.mutex.unlock();
+  p.control.unlock();
 }
 
 void at_exit() noexcept {

@@ -14,6 +14,7 @@
 #include "genesis/core/cast.h"
 #include "genesis/core/error.h"
 #include "genesis/core/half.h"
+#include "genesis/core/threads.h"
 
 namespace genesis {
 namespace {
@@ -136,7 +137,8 @@ void convert_dtype(const void* src, DType src_dtype, void* dst, DType dst_dtype,
   }
   // At least 256 Ki elements per thread so that thread start-up stays small
   // next to the work.
-  const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  // As many threads as the CPU tensor backend uses (Note [Thread count]).
+  const auto hw = static_cast<std::size_t>(get_num_threads());
   const std::size_t threads = std::min<std::size_t>(hw, count / (std::size_t{1} << 18));
   const std::size_t chunk = (count + threads - 1) / threads;
   std::vector<std::thread> workers;

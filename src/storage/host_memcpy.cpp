@@ -6,6 +6,13 @@
 // staging pipeline and big CPU storage copies split the range over a small
 // persistent pool (threads are started once: spawning per call would cost
 // more than copying a chunk).
+//
+// The pool is sized by the CPUs this process may use (affinity and cgroup
+// quota), a call's default width follows get_num_threads() (Note [Thread
+// count] in genesis/core/threads.h). It is never destroyed (its workers
+// sleep through exit), and a forked child, which lacks the workers, forgets
+// it and starts its own on its first large copy (Note [Fork] in
+// genesis/core/fork.h).
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -15,6 +22,8 @@
 #include <vector>
 
 #include "genesis/core/error.h"
+#include "genesis/core/fork.h"
+#include "genesis/core/threads.h"
 #include "genesis/storage/copy.h"
 #include "host_memcpy.h"
 
@@ -30,15 +39,11 @@ class MemcpyPool {
   explicit MemcpyPool(int workers) {
     for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
   }
-  ~MemcpyPool() {
-    {
-      std::lock_guard lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
+  MemcpyPool(const MemcpyPool&) = delete;
+  MemcpyPool& operator=(const MemcpyPool&) = delete;
   int workers() const noexcept { return static_cast<int>(threads_.size()); }
+
+  MemcpyPool* forgotten_next = nullptr;  // pools that forked children left behind
 
   // Copies in `parts` pieces, the caller taking its share. One job at a time.
   void run(char* dst, const char* src, std::size_t n, int parts) {
@@ -87,8 +92,7 @@ class MemcpyPool {
     for (;;) {
       {
         std::unique_lock lock(mutex_);
-        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-        if (stop_) return;
+        wake_.wait(lock, [&] { return generation_ != seen; });
         seen = generation_;
       }
       help();
@@ -99,9 +103,8 @@ class MemcpyPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;
-  std::vector<std::thread> threads_;
+  std::vector<std::thread> threads_;  // never joined (see the file comment)
   std::uint64_t generation_ = 0;
-  bool stop_ = false;
   // The job (written under mutex_ before generation_ moves).
   char* dst_ = nullptr;
   const char* src_ = nullptr;
@@ -111,22 +114,50 @@ class MemcpyPool {
   int unfinished_ = 0;
 };
 
-unsigned hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+// The CPUs this process may use, counted once (the pool's size depends on it).
+int usable_cpus() {
+  static const int n = available_cpus();
+  return n;
+}
 
 // Eight threads saturate a socket's memory bandwidth on the machines we
 // measured; the pool can still serve callers that ask for more (up to 16).
-int default_threads() { return static_cast<int>(std::min(8u, hardware_threads())); }
+int default_threads() { return std::min({8, usable_cpus(), get_num_threads()}); }
+
+std::mutex g_create;
+std::atomic<MemcpyPool*> g_pool{nullptr};
+MemcpyPool* g_forgotten = nullptr;  // reachable, so leak checkers stay quiet
+
+void prepare_fork() { g_create.lock(); }
+void parent_after_fork() { g_create.unlock(); }
+void child_after_fork() {
+  if (MemcpyPool* old = g_pool.load(std::memory_order_relaxed); old != nullptr) {
+    old->forgotten_next = g_forgotten;
+    g_forgotten = old;
+    g_pool.store(nullptr, std::memory_order_relaxed);
+  }
+  g_create.unlock();  // taken by this thread in prepare_fork
+}
+constexpr ForkHandlers kForkHandlers{&prepare_fork, &parent_after_fork, &child_after_fork};
+// Installed at load, before any thread can take the locks (Note [Fork]).
+[[maybe_unused]] const bool kForkRegistered = (register_fork_handlers(ForkRank::kMemcpyPool, &kForkHandlers), true);
 
 MemcpyPool& pool() {
-  static MemcpyPool p(static_cast<int>(std::min(16u, hardware_threads())) - 1);
-  return p;
+  if (MemcpyPool* p = g_pool.load(std::memory_order_acquire)) return *p;
+  std::lock_guard lock(g_create);
+  MemcpyPool* p = g_pool.load(std::memory_order_relaxed);
+  if (p == nullptr) {
+    p = new MemcpyPool(std::min(16, usable_cpus()) - 1);
+    g_pool.store(p, std::memory_order_release);
+  }
+  return *p;
 }
 
 }  // namespace
 
 namespace storage_detail {
 
-int staging_threads() { return static_cast<int>(std::min(16u, hardware_threads())); }
+int staging_threads() { return std::min(16, usable_cpus()); }
 
 void memcpy_threads(void* dst, const void* src, std::size_t nbytes, int threads) {
   if (nbytes == 0) return;

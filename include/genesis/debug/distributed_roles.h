@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "genesis/core/fork.h"
 #include "genesis/debug/distributed_monitor.h"
 
 namespace genesis::debug {
@@ -79,7 +80,9 @@ class DistributedWorker {
   void stop();
   /// Blocks until it stopped (stop() or the source ended).
   void wait();
-  bool running() const noexcept { return running_.load(); }
+  /// False in a forked child (Note [Fork] in genesis/core/fork.h): the
+  /// threads are the parent's; there stop() and wait() return at once.
+  bool running() const noexcept { return running_.load() && !in_forked_child(owner_pid_); }
   std::uint64_t reports_sent() const noexcept { return sent_.load(); }
   /// Port of its own /metrics, 0 when it has none.
   int metrics_port() const noexcept;
@@ -97,6 +100,7 @@ class DistributedWorker {
   StopFlag stop_{false};
   std::atomic<bool> running_{false};
   std::atomic<std::uint64_t> sent_{0};
+  int owner_pid_ = 0;  // the process that started thread_
   std::thread thread_;
   std::mutex join_mutex_;
 };

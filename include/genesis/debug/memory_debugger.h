@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "genesis/core/fork.h"
 #include "genesis/debug/fragmentation_analyzer.h"
 #include "genesis/debug/leak_detector.h"
 #include "genesis/debug/memory_profiler.h"
@@ -90,7 +91,9 @@ class MemoryDebugger {
   void run_for_duration();
   /// Set it (from a signal handler too: it is a lock-free atomic) to stop.
   StopFlag& stop_flag() noexcept { return stop_; }
-  bool running() const noexcept { return running_.load(); }
+  /// False in a forked child: the sampling thread is the parent's (Note
+  /// [Fork] in genesis/core/fork.h); there stop() and wait() return at once.
+  bool running() const noexcept { return running_.load() && !in_forked_child(owner_pid_); }
 
   /// Called on the sampling thread after every sample, outside the lock.
   /// Register before start().
@@ -154,6 +157,7 @@ class MemoryDebugger {
   bool done_ = false;
   StopFlag stop_{false};
   std::atomic<bool> running_{false};
+  int owner_pid_ = 0;  // the process that started thread_ (set by start())
   std::thread thread_;
 };
 

@@ -233,6 +233,7 @@ class CachingAllocator {
 
  private:
   friend struct AllocatorAccess;  // tests of internals
+  friend struct AllocatorFork;    // Note [Allocators across fork] (detail/allocator_fork.h)
   using Lock = std::unique_lock<detail::PoolMutex>;  // Note [Pool mutex]
 
   // Arenas (Note [Arenas]): arena k > 0 is a CachingAllocator owned by the

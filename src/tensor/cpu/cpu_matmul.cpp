@@ -5,13 +5,19 @@
 // synchronise, and reports the product's writes as races: run TSan builds
 // with OPENBLAS_NUM_THREADS=1.
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <vector>
+
+#include "genesis/core/threads.h"
 
 #include "cpu_kernels.h"
 #include "cpu_loops.h"
 
 #if GENESIS_WITH_BLAS
 #include <cblas.h>
+// Weak: only OpenBLAS has it; with another CBLAS the address is null.
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 #endif
 
 namespace genesis::kernels::cpu {
@@ -53,6 +59,19 @@ void matmul_loop(T* out, Mat<T> a, Mat<T> b, std::int64_t m, std::int64_t n, std
 }
 
 #if GENESIS_WITH_BLAS
+// OpenBLAS runs its own threads, by default one per CPU of the machine
+// (quotas ignored); they follow get_num_threads() like ours (Note [Thread
+// count] in genesis/core/threads.h), unless OPENBLAS_NUM_THREADS says
+// otherwise (TSan runs set it to 1). Applied only when the count changes:
+// OpenBLAS resizes its pool then.
+void sync_blas_threads() {
+  static const bool user_set = std::getenv("OPENBLAS_NUM_THREADS") != nullptr;
+  if (user_set || openblas_set_num_threads == nullptr) return;
+  static std::atomic<int> applied{0};
+  const int n = get_num_threads();
+  if (applied.exchange(n, std::memory_order_relaxed) != n) openblas_set_num_threads(n);
+}
+
 // cblas row-major gemm: a matrix with unit column stride is "no transpose"
 // with lda = row stride; one with unit row stride is "transpose" with lda =
 // column stride. Size-1 dims may carry any stride, so lda is clamped to the
@@ -73,6 +92,7 @@ void gemm(T* out, Mat<T> a, Mat<T> b, std::int64_t m, std::int64_t n, std::int64
   std::int64_t lda, ldb;
   layout(a, m, k, ta, lda);
   layout(b, k, n, tb, ldb);
+  sync_blas_threads();
   if constexpr (std::is_same_v<T, float>) {
     cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a.data,
                 static_cast<int>(lda), b.data, static_cast<int>(ldb), 0.0f, out, static_cast<int>(std::max<std::int64_t>(1, n)));

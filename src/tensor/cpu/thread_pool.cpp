@@ -1,13 +1,29 @@
-// A small fixed thread pool for parallel_for (thread_pool.h).
+// The CPU backend's thread pool for parallel_for (thread_pool.h).
+//
+// Workers start on first use and grow to get_num_threads() - 1 (Note [Thread
+// count] in genesis/core/threads.h); a smaller setting leaves the extra
+// workers idle rather than stopping them under a running parallel_for.
+// The pool is never destroyed: at exit its workers sleep on the queue's
+// condition variable and die with the process (joining them in a static
+// destructor would race with kernels still running on other threads).
+//
+// Fork (Note [Fork] in genesis/core/fork.h): the workers are not in a forked
+// child, so the child forgets the parent's pool (leaked, its threads gone)
+// and starts a fresh one on its first parallel operation. The parent's pool
+// carries on.
 #include "thread_pool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "genesis/core/fork.h"
+#include "genesis/core/threads.h"
 
 namespace genesis::kernels::cpu {
 namespace {
@@ -16,20 +32,17 @@ thread_local bool t_in_worker = false;
 
 class Pool {
  public:
-  Pool() {
-    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-    const unsigned workers = std::min(hw, 64u) - 1;
-    for (unsigned i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
+  Pool() = default;
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  // Starts workers until there are `n`.
+  void ensure_workers(int n) {
+    if (workers_.load(std::memory_order_acquire) >= n) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    while (static_cast<int>(threads_.size()) < n) threads_.emplace_back([this] { work(); });
+    workers_.store(static_cast<int>(threads_.size()), std::memory_order_release);
   }
-  ~Pool() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-  int size() const noexcept { return static_cast<int>(threads_.size()) + 1; }
   void submit(std::function<void()> task) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -38,6 +51,8 @@ class Pool {
     cv_.notify_one();
   }
 
+  Pool* forgotten_next = nullptr;  // the chain of pools forked children left behind
+
  private:
   void work() {
     t_in_worker = true;
@@ -45,8 +60,7 @@ class Pool {
       std::function<void()> task;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return stop_ || !tasks_.empty(); });
-        if (stop_ && tasks_.empty()) return;
+        cv_.wait(lock, [this] { return !tasks_.empty(); });
         task = std::move(tasks_.front());
         tasks_.pop_front();
       }
@@ -56,29 +70,62 @@ class Pool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> tasks_;
-  std::vector<std::thread> threads_;
-  bool stop_ = false;
+  std::vector<std::thread> threads_;  // only grows; never joined (see the file comment)
+  std::atomic<int> workers_{0};       // threads_.size(), readable without mu_
 };
 
+// The process's pool, made on first use under g_create.
+std::mutex g_create;
+std::atomic<Pool*> g_pool{nullptr};
+// Pools of the parent processes: still reachable, so leak checkers stay
+// quiet about memory that is deliberately never freed.
+Pool* g_forgotten = nullptr;
+
+void prepare_fork() { g_create.lock(); }
+void parent_after_fork() { g_create.unlock(); }
+void child_after_fork() {
+  if (Pool* old = g_pool.load(std::memory_order_relaxed); old != nullptr) {
+    old->forgotten_next = g_forgotten;
+    g_forgotten = old;
+    g_pool.store(nullptr, std::memory_order_relaxed);
+  }
+  g_create.unlock();  // this thread took it in prepare_fork
+}
+constexpr ForkHandlers kForkHandlers{&prepare_fork, &parent_after_fork, &child_after_fork};
+// Installed at load, before any thread can take the locks (Note [Fork]).
+[[maybe_unused]] const bool kForkRegistered = (register_fork_handlers(ForkRank::kCpuPool, &kForkHandlers), true);
+
 Pool& pool() {
-  static Pool p;
-  return p;
+  if (Pool* p = g_pool.load(std::memory_order_acquire)) return *p;
+  std::lock_guard<std::mutex> lock(g_create);
+  Pool* p = g_pool.load(std::memory_order_relaxed);
+  if (p == nullptr) {
+    p = new Pool;
+    g_pool.store(p, std::memory_order_release);
+  }
+  return *p;
 }
 
 }  // namespace
 
-int num_threads() noexcept { return pool().size(); }
+int num_threads() { return get_num_threads(); }
 
 void parallel_for(std::int64_t n, std::int64_t grain, const std::function<void(std::int64_t, std::int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<std::int64_t>(grain, 1);
-  const int threads = t_in_worker ? 1 : num_threads();
   const std::int64_t max_chunks = (n + grain - 1) / grain;
+  if (t_in_worker || max_chunks <= 1) {
+    fn(0, n);
+    return;
+  }
+  const int threads = num_threads();
   const std::int64_t chunks = std::min<std::int64_t>(threads, max_chunks);
   if (chunks <= 1) {
     fn(0, n);
     return;
   }
+  Pool& workers = pool();
+  workers.ensure_workers(static_cast<int>(chunks) - 1);
   const std::int64_t per = (n + chunks - 1) / chunks;
   std::mutex mu;
   std::condition_variable done_cv;
@@ -86,7 +133,7 @@ void parallel_for(std::int64_t n, std::int64_t grain, const std::function<void(s
   std::exception_ptr error;
   for (std::int64_t c = 1; c < chunks; ++c) {
     const std::int64_t begin = c * per, end = std::min(n, begin + per);
-    pool().submit([&, begin, end] {
+    workers.submit([&, begin, end] {
       std::exception_ptr e;
       try {
         if (begin < end) fn(begin, end);

@@ -36,6 +36,10 @@ class AllocatorRegistry {
   static void ensure_thread_exit_hook();
   /// Called by the exit hook: hands this thread's caches back.
   void release_thread(TlsSlot* slots);
+  /// Note [Fork] (genesis/core/fork.h): held across fork() by the
+  /// allocators' prepare handler, released after it in parent and child.
+  void lock_for_fork() { mutex_.lock(); }
+  void unlock_after_fork() { mutex_.unlock(); }
 
  private:
   std::mutex mutex_;
