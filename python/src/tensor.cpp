@@ -10,6 +10,7 @@
 
 #include "bindings.h"
 #include "genesis/tensor/api.h"
+#include "gil.h"
 #include "python_location.h"
 #include "tensor_args.h"
 #include "tensor_bind.h"
@@ -85,9 +86,19 @@ Tensor to_impl(const Tensor& self, py::args args, py::kwargs kwargs) {
   const Device dev = device.value_or(self.device());
   const DType dt = dtype.value_or(self.dtype());
   const bool copy = kwargs.contains("copy") && py::bool_(kwargs["copy"]);
-  Tensor r = self.to(dev, dt);
-  if (copy && r.is_same(self)) r = self.clone();
-  return r;
+  const Tensor t = self;
+  return without_gil_if_large(elements(t), [&] {
+    Tensor r = t.to(dev, dt);
+    if (copy && r.is_same(t)) r = t.clone();
+    return r;
+  });
+}
+
+// t.float(), t.long(), ...: a conversion, without the GIL when large.
+template <DType D>
+Tensor converted(const Tensor& x) {
+  const Tensor t = x;
+  return without_gil_if_large(elements(t), [&] { return t.to(D); });
 }
 
 py::tuple to_tuple(const Shape& s) {
@@ -158,9 +169,10 @@ void bind_tensor(py::module_& m) {
       // Identity hash: __eq__ is element-wise (returns a tensor), as in PyTorch.
       .def("__hash__", [](py::handle self) { return py::hash(py::cast(reinterpret_cast<std::uintptr_t>(self.ptr()))); })
       .def("to", &to_impl)
-      .def("cpu", [](const Tensor& t) {
+      .def("cpu", [](const Tensor& x) {
         AllocationSite site;
-        return t.cpu();
+        const Tensor t = x;
+        return without_gil_if_large(elements(t), [&] { return t.cpu(); });
       })
       .def(
           "cuda",
@@ -168,20 +180,25 @@ void bind_tensor(py::module_& m) {
             AllocationSite site;
             const Device d = device.is_none() ? Device::parse("cuda") : to_device(device);
             if (!d.is_cuda()) throw py::value_error("cuda() needs a CUDA device");
-            return t.to(d);
+            const Tensor x = t;
+            return without_gil_if_large(elements(x), [&] { return x.to(d); });
           },
           py::arg("device") = py::none())
-      .def("contiguous", [](const Tensor& t) {
+      .def("contiguous", [](const Tensor& x) {
         AllocationSite site;
-        return t.contiguous();
+        const Tensor t = x;
+        return without_gil_if_large(elements(t), [&] { return t.contiguous(); });
       })
-      .def("clone", [](const Tensor& t) {
+      .def("clone", [](const Tensor& x) {
         AllocationSite site;
-        return t.clone();
+        const Tensor t = x;
+        return without_gil_if_large(elements(t), [&] { return t.clone(); });
       })
       .def("detach", [](const Tensor& t) { return t; })
       .def("copy_", [](py::object self, py::handle src) {
-        self.cast<Tensor&>().copy_(as_tensor(src));
+        Tensor dst = self.cast<Tensor&>();  // a handle: the same elements
+        const Tensor from = as_tensor(src);
+        without_gil_if_large(elements(dst), [&] { dst.copy_(from); });
         return self;
       })
       .def("fill_", [](py::object self, py::handle v) {
@@ -190,24 +207,26 @@ void bind_tensor(py::module_& m) {
           if (py::isinstance<Tensor>(v)) s = v.cast<const Tensor&>().item();
           else throw py::type_error("fill_() takes a number");
         }
-        self.cast<Tensor&>().fill_(*s);
+        Tensor t = self.cast<Tensor&>();
+        without_gil_if_large(elements(t), [&] { t.fill_(*s); });
         return self;
       })
       .def("zero_", [](py::object self) {
-        self.cast<Tensor&>().zero_();
+        Tensor t = self.cast<Tensor&>();
+        without_gil_if_large(elements(t), [&] { t.zero_(); });
         return self;
       })
       // PyTorch's dtype shorthands: t.float(), t.half(), t.long(), ...
-      .def("float", [](const Tensor& t) { return t.to(DType::kFloat32); })
-      .def("double", [](const Tensor& t) { return t.to(DType::kFloat64); })
-      .def("half", [](const Tensor& t) { return t.to(DType::kFloat16); })
-      .def("bfloat16", [](const Tensor& t) { return t.to(DType::kBFloat16); })
-      .def("int", [](const Tensor& t) { return t.to(DType::kInt32); })
-      .def("long", [](const Tensor& t) { return t.to(DType::kInt64); })
-      .def("short", [](const Tensor& t) { return t.to(DType::kInt16); })
-      .def("byte", [](const Tensor& t) { return t.to(DType::kUInt8); })
-      .def("char", [](const Tensor& t) { return t.to(DType::kInt8); })
-      .def("bool", [](const Tensor& t) { return t.to(DType::kBool); })
+      .def("float", &converted<DType::kFloat32>)
+      .def("double", &converted<DType::kFloat64>)
+      .def("half", &converted<DType::kFloat16>)
+      .def("bfloat16", &converted<DType::kBFloat16>)
+      .def("int", &converted<DType::kInt32>)
+      .def("long", &converted<DType::kInt64>)
+      .def("short", &converted<DType::kInt16>)
+      .def("byte", &converted<DType::kUInt8>)
+      .def("char", &converted<DType::kInt8>)
+      .def("bool", &converted<DType::kBool>)
       .def("__copy__", [](const Tensor& t) { return t; })
       .def("__deepcopy__", [](const Tensor& t, py::handle) { return t.clone(); });
 

@@ -6,12 +6,14 @@
 // no argument tuple or kwargs dict is built and no pybind11 overload
 // resolution runs, only the size ints, a dtype pointer comparison and a
 // cached device-string lookup (tensor_args.cpp) before the C++ call.
+// Large fills run without the GIL (Note [GIL release] in gil.h).
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "genesis/core/error.h"
 #include "genesis/tensor/api.h"
+#include "gil.h"
 #include "python_location.h"
 #include "tensor_args.h"
 #include "tensor_bind.h"
@@ -232,7 +234,9 @@ void bind_tensor_creation(py::module_& m) {
         name,
         [fn](py::args size, py::object dtype, py::object device) {
           AllocationSite site;
-          return fn(to_shape(size), TensorOptions(dtype.is_none() ? DType::kFloat32 : to_dtype(dtype), to_device(device)));
+          const Shape shape = to_shape(size);
+          const TensorOptions o(dtype.is_none() ? DType::kFloat32 : to_dtype(dtype), to_device(device));
+          return without_gil_if_large(shape_elements(shape), [&] { return fn(shape, o); });
         },
         py::arg("dtype") = py::none(), py::arg("device") = py::none(), dflt_doc);
   };
@@ -247,7 +251,10 @@ void bind_tensor_creation(py::module_& m) {
         auto s = to_scalar(value);
         if (!s) throw py::type_error("full(): fill_value must be a number");
         AllocationSite site;
-        return full(to_shape(py::make_tuple(size)), *s, to_opt_dtype(dtype), to_device(device));
+        const Shape shape = to_shape(py::make_tuple(size));
+        const auto dt = to_opt_dtype(dtype);
+        const Device d = to_device(device);
+        return without_gil_if_large(shape_elements(shape), [&] { return full(shape, *s, dt, d); });
       },
       py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("device") = py::none());
@@ -260,9 +267,17 @@ void bind_tensor_creation(py::module_& m) {
           if (!s) throw py::type_error(std::string("arange(): ") + what + " must be a number");
           return *s;
         };
+        const Scalar start = b.is_none() ? Scalar(std::int64_t{0}) : num(a, "start");
+        const Scalar end = b.is_none() ? num(a, "end") : num(b, "end");
+        const Scalar by = b.is_none() ? Scalar(std::int64_t{1}) : num(step, "step");
+        const auto dt = to_opt_dtype(dtype);
+        const Device d = to_device(device);
         AllocationSite site;
-        if (b.is_none()) return arange(num(a, "end"), to_opt_dtype(dtype), to_device(device));
-        return arange(num(a, "start"), num(b, "end"), num(step, "step"), to_opt_dtype(dtype), to_device(device));
+        // The length, roughly: only to decide about the GIL (arange checks).
+        const double count = (end.to_double() - start.to_double()) / by.to_double();
+        const auto n = count >= 0 && count < 1e18 ? static_cast<std::int64_t>(count) : 0;
+        if (b.is_none()) return without_gil_if_large(n, [&] { return arange(end, dt, d); });
+        return without_gil_if_large(n, [&] { return arange(start, end, by, dt, d); });
       },
       py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1, py::kw_only(),
       py::arg("dtype") = py::none(), py::arg("device") = py::none(),
@@ -283,8 +298,9 @@ void bind_tensor_creation(py::module_& m) {
         else if (a.size() == 2) { low = to_int64(a[0], "low"); high = to_int64(a[1], "high"); }
         else throw py::type_error("randint(low=0, high, size)");
         AllocationSite site;
-        return randint(low, high, to_shape(py::make_tuple(size)),
-                       TensorOptions(dtype.is_none() ? DType::kInt64 : to_dtype(dtype), to_device(device)));
+        const Shape shape = to_shape(py::make_tuple(size));
+        const TensorOptions o(dtype.is_none() ? DType::kInt64 : to_dtype(dtype), to_device(device));
+        return without_gil_if_large(shape_elements(shape), [&] { return randint(low, high, shape, o); });
       },
       py::arg("size") = py::none(), py::arg("dtype") = py::none(), py::arg("device") = py::none());
 
@@ -293,7 +309,9 @@ void bind_tensor_creation(py::module_& m) {
         name,
         [fn](const Tensor& t, py::object dtype, py::object device) {
           AllocationSite site;
-          return fn(t.shape(), like_options(t, dtype, device));
+          const TensorOptions o = like_options(t, dtype, device);
+          const Shape shape = t.shape();
+          return without_gil_if_large(shape_elements(shape), [&] { return fn(shape, o); });
         },
         py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none());
   };
@@ -309,7 +327,8 @@ void bind_tensor_creation(py::module_& m) {
         if (!s) throw py::type_error("full_like(): fill_value must be a number");
         AllocationSite site;
         const TensorOptions o = like_options(t, dtype, device);
-        return full(t.shape(), *s, o.dtype, o.device);
+        const Shape shape = t.shape();
+        return without_gil_if_large(shape_elements(shape), [&] { return full(shape, *s, o.dtype, o.device); });
       },
       py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("device") = py::none());

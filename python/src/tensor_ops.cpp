@@ -5,11 +5,13 @@
 // int32 tensor + 2.5 -> float32), as PyTorch does. An operand that is neither
 // a Tensor, a number nor an ndarray makes the operator return NotImplemented,
 // so Python tries the other operand's reflected method and finally raises
-// TypeError.
+// TypeError. Large operations run without the GIL (Note [GIL release] in
+// gil.h).
 #include <string>
 #include <vector>
 
 #include "genesis/tensor/api.h"
+#include "gil.h"
 #include "python_location.h"
 #include "tensor_args.h"
 #include "tensor_bind.h"
@@ -31,7 +33,8 @@ py::object binary(py::handle self, py::handle other) {
   auto o = to_operand(other);
   if (!o) return not_implemented();
   AllocationSite site;
-  return wrap(F(tensor_ref(self), *o));
+  const TensorOrScalar a(tensor_ref(self));
+  return wrap(without_gil_if_large(operation_elements(a, *o), [&] { return F(a, *o); }));
 }
 
 template <BinaryFn F>
@@ -39,7 +42,8 @@ py::object reflected(py::handle self, py::handle other) {
   auto o = to_operand(other);
   if (!o) return not_implemented();
   AllocationSite site;
-  return wrap(F(*o, tensor_ref(self)));
+  const TensorOrScalar b(tensor_ref(self));
+  return wrap(without_gil_if_large(operation_elements(*o, b), [&] { return F(*o, b); }));
 }
 
 // Module-level form: either operand may be the number.
@@ -50,27 +54,33 @@ Tensor binary_fn(py::handle a, py::handle b) {
   if (!x || !y) throw py::type_error("expected tensors or numbers");
   if (x->is_scalar() && y->is_scalar()) x = TensorOrScalar(full({}, x->scalar(), std::nullopt, Device{}));
   AllocationSite site;
-  return F(*x, *y);
+  return without_gil_if_large(operation_elements(*x, *y), [&] { return F(*x, *y); });
 }
 
+// In place: the handle is copied (it shares the elements), so the operation
+// writes into the tensor `self` holds without keeping a reference into the
+// Python object while the GIL is released.
 template <Tensor& (Tensor::*F)(const TensorOrScalar&)>
 py::object inplace(py::object self, py::handle other) {
   auto o = to_operand(other);
   if (!o) return not_implemented();
-  (tensor_ref(self).*F)(*o);
+  Tensor t = tensor_ref(self);
+  without_gil_if_large(operation_elements(t, *o), [&] { (t.*F)(*o); });
   return self;
 }
 
 template <Tensor& (Tensor::*F)()>
 py::object inplace_unary(py::object self) {
-  (self.cast<Tensor&>().*F)();
+  Tensor t = self.cast<Tensor&>();
+  without_gil_if_large(elements(t), [&] { (t.*F)(); });
   return self;
 }
 
 template <UnaryFn F>
 Tensor unary(const Tensor& x) {
   AllocationSite site;
-  return F(x);
+  const Tensor t = x;
+  return without_gil_if_large(elements(t), [&] { return F(t); });
 }
 
 // dim=None | int | tuple/list of ints.
@@ -88,52 +98,72 @@ using FullReduce = Tensor (Tensor::*)(std::optional<DType>) const;
 using DimReduce = Tensor (Tensor::*)(const DimList&, bool, std::optional<DType>) const;
 
 template <FullReduce Full, DimReduce Dims>
-Tensor reduce(const Tensor& x, py::handle dim, bool keepdim, py::handle dtype) {
+Tensor reduce(const Tensor& input, py::handle dim, bool keepdim, py::handle dtype) {
   AllocationSite site;
   const auto dt = to_opt_dtype(dtype);
   auto dims = to_dims(dim);
-  if (!dims) {
-    if (keepdim) {
-      std::vector<std::int64_t> all(static_cast<std::size_t>(x.dim()));
-      for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
-      return (x.*Dims)(DimList(all), true, dt);
+  const Tensor x = input;
+  return without_gil_if_large(elements(x), [&] {
+    if (!dims) {
+      if (keepdim) {
+        std::vector<std::int64_t> all(static_cast<std::size_t>(x.dim()));
+        for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
+        return (x.*Dims)(DimList(all), true, dt);
+      }
+      return (x.*Full)(dt);
     }
-    return (x.*Full)(dt);
-  }
-  return (x.*Dims)(DimList(*dims), keepdim, dt);
+    return (x.*Dims)(DimList(*dims), keepdim, dt);
+  });
 }
 
 // max/min: max() -> 0-d; max(dim) -> (values, indices); max(tensor) -> maximum.
 template <bool IsMax>
-py::object extremum(const Tensor& x, py::handle dim, bool keepdim) {
+py::object extremum(const Tensor& input, py::handle dim, bool keepdim) {
   AllocationSite site;
-  if (dim.is_none()) return wrap(IsMax ? x.max() : x.min());
+  const Tensor x = input;
+  if (dim.is_none()) return wrap(without_gil_if_large(elements(x), [&] { return IsMax ? x.max() : x.min(); }));
   if (py::isinstance<Tensor>(dim)) {
-    const auto& o = dim.cast<const Tensor&>();
-    return wrap(IsMax ? maximum(x, o) : minimum(x, o));
+    const Tensor o = dim.cast<const Tensor&>();
+    return wrap(without_gil_if_large(operation_elements(x, o), [&] { return IsMax ? maximum(x, o) : minimum(x, o); }));
   }
-  ValuesIndices r = IsMax ? x.max(to_int64(dim, "dim"), keepdim) : x.min(to_int64(dim, "dim"), keepdim);
+  const std::int64_t d = to_int64(dim, "dim");
+  ValuesIndices r =
+      without_gil_if_large(elements(x), [&] { return IsMax ? x.max(d, keepdim) : x.min(d, keepdim); });
   return values_indices(std::move(r.values), std::move(r.indices));
 }
 
 template <bool IsMax>
-Tensor arg_extremum(const Tensor& x, py::handle dim, bool keepdim) {
+Tensor arg_extremum(const Tensor& input, py::handle dim, bool keepdim) {
   AllocationSite site;
   std::optional<std::int64_t> d;
   if (!dim.is_none()) d = to_int64(dim, "dim");
-  return IsMax ? x.argmax(d, keepdim) : x.argmin(d, keepdim);
+  const Tensor x = input;
+  return without_gil_if_large(elements(x), [&] { return IsMax ? x.argmax(d, keepdim) : x.argmin(d, keepdim); });
 }
 
 template <bool IsMax>
-Tensor amax_amin(const Tensor& x, py::handle dim, bool keepdim) {
+Tensor amax_amin(const Tensor& input, py::handle dim, bool keepdim) {
   AllocationSite site;
+  const Tensor x = input;
   auto dims = to_dims(dim);
   if (!dims) {
     std::vector<std::int64_t> all(static_cast<std::size_t>(x.dim()));
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
     dims = all;
   }
-  return IsMax ? x.amax(DimList(*dims), keepdim) : x.amin(DimList(*dims), keepdim);
+  return without_gil_if_large(elements(x), [&] {
+    return IsMax ? x.amax(DimList(*dims), keepdim) : x.amin(DimList(*dims), keepdim);
+  });
+}
+
+bool equal_py(const Tensor& x, const Tensor& y) {
+  const Tensor a = x, b = y;
+  return without_gil_if_large(elements(a), [&] { return equal(a, b); });
+}
+
+bool allclose_py(const Tensor& x, const Tensor& y, double rtol, double atol) {
+  const Tensor a = x, b = y;
+  return without_gil_if_large(elements(a), [&] { return allclose(a, b, rtol, atol); });
 }
 
 py::object matmul_py(const Tensor& a, py::handle b, py::object out) {
@@ -192,7 +222,8 @@ void bind_tensor_ops(py::module_& m, TensorClass& cls) {
            [](const Tensor& a, py::handle b) -> py::object {
              if (!is_ndarray(b)) return not_implemented();
              AllocationSite site;
-             return wrap(matmul(as_tensor(b), a));
+             const Tensor lhs = as_tensor(b), rhs = a;
+             return wrap(without_gil_if_large(elements(lhs) + elements(rhs), [&] { return matmul(lhs, rhs); }));
            })
       .def("__neg__", &unary<&neg>)
       .def("__pos__", [](const Tensor& t) { return t; })
@@ -243,11 +274,16 @@ void bind_tensor_ops(py::module_& m, TensorClass& cls) {
       .def("matmul", [](const Tensor& a, py::handle b) { return matmul_py(a, b, py::none()); })
       .def("nonzero", &unary<&nonzero>)
       .def("count_nonzero", &unary<&count_nonzero>)
-      .def("any", [](const Tensor& t) { return t.any(); })
-      .def("all", [](const Tensor& t) { return t.all(); })
-      .def("equal", [](const Tensor& a, const Tensor& b) { return equal(a, b); })
-      .def("allclose", [](const Tensor& a, const Tensor& b, double rtol, double atol) { return allclose(a, b, rtol, atol); },
-           py::arg("other"), py::arg("rtol") = 1e-5, py::arg("atol") = 1e-8);
+      .def("any", [](const Tensor& x) {
+        const Tensor t = x;
+        return without_gil_if_large(elements(t), [&] { return t.any(); });
+      })
+      .def("all", [](const Tensor& x) {
+        const Tensor t = x;
+        return without_gil_if_large(elements(t), [&] { return t.all(); });
+      })
+      .def("equal", &equal_py)
+      .def("allclose", &allclose_py, py::arg("other"), py::arg("rtol") = 1e-5, py::arg("atol") = 1e-8);
 
   // ------------------------------------------------------------ reductions ---
   cls.def("sum", &reduce<&Tensor::sum, &Tensor::sum>, py::arg("dim") = py::none(), py::arg("keepdim") = false,
@@ -279,8 +315,14 @@ void bind_tensor_ops(py::module_& m, TensorClass& cls) {
   m.def("ge", &binary_fn<&ge>);
   m.def("logical_and", &binary_fn<&logical_and>);
   m.def("logical_or", &binary_fn<&logical_or>);
-  m.def("maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); });
-  m.def("minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); });
+  m.def("maximum", [](const Tensor& x, const Tensor& y) {
+    const Tensor a = x, b = y;
+    return without_gil_if_large(operation_elements(a, b), [&] { return maximum(a, b); });
+  });
+  m.def("minimum", [](const Tensor& x, const Tensor& y) {
+    const Tensor a = x, b = y;
+    return without_gil_if_large(operation_elements(a, b), [&] { return minimum(a, b); });
+  });
   m.def("neg", &unary<&neg>);
   m.def("abs", &unary<&abs>);
   m.def("exp", &unary<&exp>);
@@ -301,7 +343,8 @@ void bind_tensor_ops(py::module_& m, TensorClass& cls) {
         auto y = to_operand(b);
         if (!x || !y) throw py::type_error("where(cond, a, b): a and b must be tensors or numbers");
         AllocationSite site;
-        return where(cond, *x, *y);
+        const Tensor c = cond;
+        return without_gil_if_large(elements(c), [&] { return where(c, *x, *y); });
       },
       py::arg("condition"), py::arg("input"), py::arg("other"));
   m.def(
@@ -317,9 +360,8 @@ void bind_tensor_ops(py::module_& m, TensorClass& cls) {
   m.def("min", &extremum<false>, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
   m.def("argmax", &arg_extremum<true>, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
   m.def("argmin", &arg_extremum<false>, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("equal", [](const Tensor& a, const Tensor& b) { return equal(a, b); });
-  m.def("allclose", [](const Tensor& a, const Tensor& b, double rtol, double atol) { return allclose(a, b, rtol, atol); },
-        py::arg("input"), py::arg("other"), py::arg("rtol") = 1e-5, py::arg("atol") = 1e-8);
+  m.def("equal", &equal_py);
+  m.def("allclose", &allclose_py, py::arg("input"), py::arg("other"), py::arg("rtol") = 1e-5, py::arg("atol") = 1e-8);
 }
 
 }  // namespace genesis::python
