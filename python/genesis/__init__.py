@@ -12,7 +12,8 @@ Everything binds the C++ library (include/genesis/) through genesis._C; this
 package only arranges it. Layout (one concern per module):
 
     _C                compiled bindings (python/src/)
-    _errors           OutOfMemoryError, CudaError
+    _errors           OutOfMemoryError, CudaError, InvalidArgumentError, TypeMismatchError,
+                      DivisionByZeroError
     _threads          set_num_threads(), get_num_threads(), available_cpus()
     _dtype            dtypes (genesis.float32, genesis.dtype('half'))
     _device           genesis.device
@@ -44,7 +45,8 @@ except ImportError as _e:  # pragma: no cover - only without a build
 # Allocation sites skip frames inside this package (python/src/python_location.h).
 _C.set_package_prefix(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)
 
-from ._errors import CudaError, OutOfMemoryError  # noqa: E402
+from ._errors import (CudaError, DivisionByZeroError, InvalidArgumentError, OutOfMemoryError,  # noqa: E402
+                      TypeMismatchError)
 from ._threads import available_cpus, get_num_threads, set_num_threads  # noqa: E402
 from ._device import device  # noqa: E402
 from ._stats import DetailedMemoryStats, LargeAllocation, MemoryStats, Ratio  # noqa: E402
@@ -75,7 +77,7 @@ __version__ = _C.__version__
 
 __all__ = [
     # errors
-    "OutOfMemoryError", "CudaError",
+    "OutOfMemoryError", "CudaError", "InvalidArgumentError", "TypeMismatchError", "DivisionByZeroError",
     # CPU threads
     "set_num_threads", "get_num_threads", "available_cpus",
     # devices and memory (SPEC M)

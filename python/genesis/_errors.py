@@ -7,15 +7,27 @@ they are defined in genesis._C and re-exported here:
   request after releasing its cache; on a GPU the message contains ``CUDA OOM``.
 - ``CudaError`` (a ``RuntimeError``): a CUDA call failed, or a GPU is needed
   and there is none; ``code`` is the raw CUDA error code.
+- ``InvalidArgumentError`` (a ``ValueError`` and a ``RuntimeError``): a wrong
+  value, such as shapes that do not broadcast. NumPy users catch ValueError,
+  PyTorch users RuntimeError: both work.
+- ``TypeMismatchError`` (a ``TypeError`` and a ``RuntimeError``): a wrong
+  dtype, such as a bitwise operation on floating tensors.
+- ``DivisionByZeroError`` (a ``ZeroDivisionError`` and a ``RuntimeError``):
+  an integer ``//``, ``%``, ``fmod`` or ``div(rounding_mode=...)`` by zero.
 
-Other C++ errors map onto built-in types: invalid arguments raise ValueError,
-type mismatches TypeError, bad indices IndexError.
+Bad indices raise IndexError, other C++ errors RuntimeError. Messages say
+what was wrong without the C++ source location of the check; that is the
+exception's ``cpp_location`` attribute ("shape_ops.cpp:120"), and
+GENESIS_DEBUG_ERRORS=1 in the environment appends it to messages too.
 """
 
 from . import _C
 
 OutOfMemoryError = _C.OutOfMemoryError
 CudaError = _C.CudaError
+InvalidArgumentError = _C.InvalidArgumentError
+TypeMismatchError = _C.TypeMismatchError
+DivisionByZeroError = _C.DivisionByZeroError
 
 # cudaErrorNoDevice: the code C++ uses when CUDA is not usable at all.
 _NO_DEVICE_CODE = 100

@@ -28,7 +28,8 @@ _FUNCTIONS = (
     "manual_seed", "initial_seed", "from_numpy", "from_dlpack",
     # math
     "add", "sub", "mul", "div", "pow", "floor_divide", "remainder", "eq", "ne", "lt", "le", "gt", "ge",
-    "logical_and", "logical_or", "logical_not", "maximum", "minimum",
+    "logical_and", "logical_or", "logical_not", "maximum", "minimum", "fmod",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
     "neg", "abs", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "sin", "cos", "where", "matmul",
     "nonzero", "count_nonzero", "equal", "allclose",
     # reductions

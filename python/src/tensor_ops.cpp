@@ -69,6 +69,16 @@ py::object inplace(py::object self, py::handle other) {
   return self;
 }
 
+// In place through binary_out (for operations without a Tensor method).
+template <kernels::BinaryOp Op>
+py::object inplace_op(py::object self, py::handle other) {
+  auto o = to_operand(other);
+  if (!o) return not_implemented();
+  Tensor t = tensor_ref(self);
+  without_gil_if_large(operation_elements(t, *o), [&] { binary_out(Op, t, t, *o); });
+  return self;
+}
+
 template <Tensor& (Tensor::*F)()>
 py::object inplace_unary(py::object self) {
   Tensor t = self.cast<Tensor&>();
@@ -156,6 +166,28 @@ Tensor amax_amin(const Tensor& input, py::handle dim, bool keepdim) {
   });
 }
 
+RoundingMode rounding_mode_of(py::handle mode) {
+  if (mode.is_none()) return RoundingMode::kNone;
+  if (PyUnicode_Check(mode.ptr())) {
+    const std::string m = mode.cast<std::string>();
+    if (m == "trunc") return RoundingMode::kTrunc;
+    if (m == "floor") return RoundingMode::kFloor;
+  }
+  throw py::value_error("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found " +
+                        std::string(py::repr(mode)));
+}
+
+// div(a, b, *, rounding_mode=None), as torch.div; either operand may be the number.
+Tensor div_py(py::handle a, py::handle b, py::handle rounding_mode) {
+  const RoundingMode mode = rounding_mode_of(rounding_mode);
+  auto x = to_operand(a);
+  auto y = to_operand(b);
+  if (!x || !y) throw py::type_error("div(): expected tensors or numbers");
+  if (x->is_scalar() && y->is_scalar()) x = TensorOrScalar(full({}, x->scalar(), std::nullopt, Device{}));
+  AllocationSite site;
+  return without_gil_if_large(operation_elements(*x, *y), [&] { return div(*x, *y, mode); });
+}
+
 bool equal_py(const Tensor& x, const Tensor& y) {
   const Tensor a = x, b = y;
   return without_gil_if_large(elements(a), [&] { return equal(a, b); });
@@ -207,10 +239,23 @@ void bind_tensor_ops(py::module_& m, TensorClass& cls) {
       .def("__rmod__", &reflected<&remainder>)
       .def("__pow__", &binary<&pow>)
       .def("__rpow__", &reflected<&pow>)
-      .def("__and__", &binary<&logical_and>)
-      .def("__rand__", &reflected<&logical_and>)
-      .def("__or__", &binary<&logical_or>)
-      .def("__ror__", &reflected<&logical_or>)
+      // Bitwise, as in NumPy and PyTorch (logical on bool tensors; floating
+      // tensors: TypeError). logical_and() and friends take any dtype.
+      .def("__and__", &binary<&bitwise_and>)
+      .def("__rand__", &reflected<&bitwise_and>)
+      .def("__or__", &binary<&bitwise_or>)
+      .def("__ror__", &reflected<&bitwise_or>)
+      .def("__xor__", &binary<&bitwise_xor>)
+      .def("__rxor__", &reflected<&bitwise_xor>)
+      .def("__lshift__", &binary<&bitwise_left_shift>)
+      .def("__rlshift__", &reflected<&bitwise_left_shift>)
+      .def("__rshift__", &binary<&bitwise_right_shift>)
+      .def("__rrshift__", &reflected<&bitwise_right_shift>)
+      .def("__iand__", &inplace_op<kernels::BinaryOp::kBitwiseAnd>)
+      .def("__ior__", &inplace_op<kernels::BinaryOp::kBitwiseOr>)
+      .def("__ixor__", &inplace_op<kernels::BinaryOp::kBitwiseXor>)
+      .def("__ilshift__", &inplace_op<kernels::BinaryOp::kLeftShift>)
+      .def("__irshift__", &inplace_op<kernels::BinaryOp::kRightShift>)
       .def("__eq__", &binary<&eq>)
       .def("__ne__", &binary<&ne>)
       .def("__lt__", &binary<&lt>)
@@ -228,7 +273,7 @@ void bind_tensor_ops(py::module_& m, TensorClass& cls) {
       .def("__neg__", &unary<&neg>)
       .def("__pos__", [](const Tensor& t) { return t; })
       .def("__abs__", &unary<&abs>)
-      .def("__invert__", &unary<&logical_not>)
+      .def("__invert__", &unary<&bitwise_not>)
       .def("__iadd__", &inplace<&Tensor::add_>)
       .def("__isub__", &inplace<&Tensor::sub_>)
       .def("__imul__", &inplace<&Tensor::mul_>)
@@ -239,10 +284,17 @@ void bind_tensor_ops(py::module_& m, TensorClass& cls) {
   cls.def("add", &binary<&add>)
       .def("sub", &binary<&sub>)
       .def("mul", &binary<&mul>)
-      .def("div", &binary<&div>)
+      .def("div", &div_py, py::arg("other"), py::kw_only(), py::arg("rounding_mode") = py::none())
       .def("pow", &binary<&pow>)
       .def("floor_divide", &binary<&floor_divide>)
       .def("remainder", &binary<&remainder>)
+      .def("fmod", &binary<&fmod>)
+      .def("bitwise_and", &binary<&bitwise_and>)
+      .def("bitwise_or", &binary<&bitwise_or>)
+      .def("bitwise_xor", &binary<&bitwise_xor>)
+      .def("bitwise_left_shift", &binary<&bitwise_left_shift>)
+      .def("bitwise_right_shift", &binary<&bitwise_right_shift>)
+      .def("bitwise_not", &unary<&bitwise_not>)
       .def("eq", &binary<&eq>)
       .def("ne", &binary<&ne>)
       .def("lt", &binary<&lt>)
@@ -303,7 +355,14 @@ void bind_tensor_ops(py::module_& m, TensorClass& cls) {
   m.def("add", &binary_fn<&add>);
   m.def("sub", &binary_fn<&sub>);
   m.def("mul", &binary_fn<&mul>);
-  m.def("div", &binary_fn<&div>);
+  m.def("div", &div_py, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("rounding_mode") = py::none());
+  m.def("fmod", &binary_fn<&fmod>);
+  m.def("bitwise_and", &binary_fn<&bitwise_and>);
+  m.def("bitwise_or", &binary_fn<&bitwise_or>);
+  m.def("bitwise_xor", &binary_fn<&bitwise_xor>);
+  m.def("bitwise_left_shift", &binary_fn<&bitwise_left_shift>);
+  m.def("bitwise_right_shift", &binary_fn<&bitwise_right_shift>);
+  m.def("bitwise_not", &unary<&bitwise_not>);
   m.def("pow", &binary_fn<&pow>);
   m.def("floor_divide", &binary_fn<&floor_divide>);
   m.def("remainder", &binary_fn<&remainder>);

@@ -37,6 +37,7 @@ const char* op_name(UnaryOp op) noexcept {
     case UnaryOp::kSin: return "sin";
     case UnaryOp::kCos: return "cos";
     case UnaryOp::kLogicalNot: return "logical_not";
+    case UnaryOp::kBitwiseNot: return "bitwise_not";
   }
   return "unary";
 }
@@ -52,6 +53,13 @@ const char* op_name(BinaryOp op) noexcept {
     case BinaryOp::kPow: return "pow";
     case BinaryOp::kMaximum: return "maximum";
     case BinaryOp::kMinimum: return "minimum";
+    case BinaryOp::kTruncDiv: return "div(rounding_mode='trunc')";
+    case BinaryOp::kFmod: return "fmod";
+    case BinaryOp::kBitwiseAnd: return "bitwise_and";
+    case BinaryOp::kBitwiseOr: return "bitwise_or";
+    case BinaryOp::kBitwiseXor: return "bitwise_xor";
+    case BinaryOp::kLeftShift: return "bitwise_left_shift";
+    case BinaryOp::kRightShift: return "bitwise_right_shift";
     case BinaryOp::kEq: return "eq";
     case BinaryOp::kNe: return "ne";
     case BinaryOp::kLt: return "lt";

@@ -2,11 +2,14 @@
 // (tensor/ops.h). The kernels see operands of one compute dtype (Note
 // [Kernel contracts]); this file inserts the casts.
 #include <cmath>
+#include <type_traits>
 
+#include "genesis/core/cast.h"
 #include "genesis/core/error.h"
 #include "genesis/tensor/creation.h"
 #include "genesis/tensor/ops.h"
 #include "genesis/tensor/promotion.h"
+#include "dtype_dispatch.h"
 #include "tensor_internal.h"
 
 namespace genesis {
@@ -87,6 +90,38 @@ Device common_device(const TensorOrScalar& a, const TensorOrScalar& b, const cha
 
 Shape shape_of(const TensorOrScalar& x) { return x.is_scalar() ? Shape{} : x.tensor().shape(); }
 
+bool is_integer_division(BinaryOp op) {
+  return op == BinaryOp::kFloorDiv || op == BinaryOp::kRemainder || op == BinaryOp::kTruncDiv ||
+         op == BinaryOp::kFmod;
+}
+
+// Note [Integer division by zero]: an integer quotient or remainder by zero
+// has no value. Kernels used to write 0 there, a wrong result nobody
+// noticed, where NumPy warns and PyTorch raises. So the divisor is checked
+// before the kernel runs, once converted to the compute dtype (uint8 // 256
+// divides by 0): a scalar on every device, a tensor on the CPU, where one
+// read pass (count_nonzero, threaded) costs little next to the division.
+// On CUDA, finding a zero would wait for the stream (PyTorch does not check
+// there either): a zero element of a divisor tensor gives 0 in that place.
+// Checking before any write also leaves in-place and out= targets intact.
+void check_divisor(const Input& b, DType compute, Device device, const char* name) {
+  bool zero = false;
+  if (b.is_scalar) {
+    zero = kernels::dispatch(compute, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_integral_v<T>) return kernels::scalar_to<T>(b.scalar) == T(0);
+      else return false;  // floating: IEEE, never checked
+    });
+  } else if (device.is_cpu()) {
+    zero = count_nonzero(b.tensor).item().to_int64() != b.tensor.numel();
+  }
+  if (zero) {
+    GENESIS_THROW(DivisionByZeroError, name, ": integer division by zero (the divisor ",
+                  b.is_scalar ? "is 0" : "has a 0", " in ", dtype_name(compute),
+                  "); divide floating-point tensors for inf and nan instead");
+  }
+}
+
 Tensor binary_impl(BinaryOp op, const TensorOrScalar& a, const TensorOrScalar& b, Tensor* out) {
   const char* name = kernels::op_name(op);
   const Device device = common_device(a, b, name);
@@ -102,8 +137,21 @@ Tensor binary_impl(BinaryOp op, const TensorOrScalar& a, const TensorOrScalar& b
       break;
     case BinaryOp::kFloorDiv:
     case BinaryOp::kRemainder:
+    case BinaryOp::kTruncDiv:
+    case BinaryOp::kFmod:
     case BinaryOp::kPow:
       GENESIS_CHECK_TYPE(compute != DType::kBool, name, ": bool operands are not supported");
+      break;
+    case BinaryOp::kBitwiseAnd:
+    case BinaryOp::kBitwiseOr:
+    case BinaryOp::kBitwiseXor:
+      GENESIS_CHECK_TYPE(!is_floating(compute), name, " is only defined for integer and bool tensors, got ",
+                         dtype_name(compute));
+      break;
+    case BinaryOp::kLeftShift:
+    case BinaryOp::kRightShift:
+      GENESIS_CHECK_TYPE(!is_floating(compute) && compute != DType::kBool, name,
+                         " is only defined for integer tensors, got ", dtype_name(compute));
       break;
     default: break;
   }
@@ -116,6 +164,7 @@ Tensor binary_impl(BinaryOp op, const TensorOrScalar& a, const TensorOrScalar& b
   Destination dst = destination(out, result, shape, device, name);
   const Input ia = prepare(a, compute, &dst.target), ib = prepare(b, compute, &dst.target);
   if (detail::shape_numel(shape) > 0) {
+    if (is_integer_division(op) && !is_floating(compute)) check_divisor(ib, compute, device, name);
     auto fn = detail::kernel_entry(device, &kernels::KernelTable::binary, name);
     fn(detail::kernel_ctx(device), op, detail::operand(dst.target), ia.operand(compute, shape), ib.operand(compute, shape));
   }
@@ -148,6 +197,10 @@ Tensor unary_impl(UnaryOp op, const Tensor& x, Tensor* out) {
   }
   if (op == UnaryOp::kAbs || op == UnaryOp::kRelu) {
     GENESIS_CHECK_TYPE(compute != DType::kBool, name, ": bool tensors are not supported");
+  }
+  if (op == UnaryOp::kBitwiseNot) {
+    GENESIS_CHECK_TYPE(!is_floating(compute), name, " is only defined for integer and bool tensors, got ",
+                       dtype_name(compute));
   }
   const DType result = op == UnaryOp::kLogicalNot ? DType::kBool : compute;
   Destination dst = destination(out, result, x.shape(), x.device(), name);
@@ -194,6 +247,30 @@ Tensor logical_and(const TensorOrScalar& a, const TensorOrScalar& b) {
 Tensor logical_or(const TensorOrScalar& a, const TensorOrScalar& b) {
   return binary_impl(BinaryOp::kLogicalOr, a, b, nullptr);
 }
+Tensor fmod(const TensorOrScalar& a, const TensorOrScalar& b) { return binary_impl(BinaryOp::kFmod, a, b, nullptr); }
+Tensor div(const TensorOrScalar& a, const TensorOrScalar& b, RoundingMode mode) {
+  switch (mode) {
+    case RoundingMode::kTrunc: return binary_impl(BinaryOp::kTruncDiv, a, b, nullptr);
+    case RoundingMode::kFloor: return binary_impl(BinaryOp::kFloorDiv, a, b, nullptr);
+    case RoundingMode::kNone: break;
+  }
+  return binary_impl(BinaryOp::kDiv, a, b, nullptr);
+}
+Tensor bitwise_and(const TensorOrScalar& a, const TensorOrScalar& b) {
+  return binary_impl(BinaryOp::kBitwiseAnd, a, b, nullptr);
+}
+Tensor bitwise_or(const TensorOrScalar& a, const TensorOrScalar& b) {
+  return binary_impl(BinaryOp::kBitwiseOr, a, b, nullptr);
+}
+Tensor bitwise_xor(const TensorOrScalar& a, const TensorOrScalar& b) {
+  return binary_impl(BinaryOp::kBitwiseXor, a, b, nullptr);
+}
+Tensor bitwise_left_shift(const TensorOrScalar& a, const TensorOrScalar& b) {
+  return binary_impl(BinaryOp::kLeftShift, a, b, nullptr);
+}
+Tensor bitwise_right_shift(const TensorOrScalar& a, const TensorOrScalar& b) {
+  return binary_impl(BinaryOp::kRightShift, a, b, nullptr);
+}
 
 Tensor& binary_out(BinaryOp op, Tensor& out, const TensorOrScalar& a, const TensorOrScalar& b) {
   binary_impl(op, a, b, &out);
@@ -238,6 +315,7 @@ Tensor tanh(const Tensor& x) { return unary_impl(UnaryOp::kTanh, x, nullptr); }
 Tensor sin(const Tensor& x) { return unary_impl(UnaryOp::kSin, x, nullptr); }
 Tensor cos(const Tensor& x) { return unary_impl(UnaryOp::kCos, x, nullptr); }
 Tensor logical_not(const Tensor& x) { return unary_impl(UnaryOp::kLogicalNot, x, nullptr); }
+Tensor bitwise_not(const Tensor& x) { return unary_impl(UnaryOp::kBitwiseNot, x, nullptr); }
 Tensor& exp_out(Tensor& out, const Tensor& x) {
   unary_impl(UnaryOp::kExp, x, &out);
   return out;
@@ -284,9 +362,12 @@ Tensor operator<(const Tensor& a, const TensorOrScalar& b) { return lt(a, b); }
 Tensor operator<=(const Tensor& a, const TensorOrScalar& b) { return le(a, b); }
 Tensor operator>(const Tensor& a, const TensorOrScalar& b) { return gt(a, b); }
 Tensor operator>=(const Tensor& a, const TensorOrScalar& b) { return ge(a, b); }
-Tensor operator&(const Tensor& a, const TensorOrScalar& b) { return logical_and(a, b); }
-Tensor operator|(const Tensor& a, const TensorOrScalar& b) { return logical_or(a, b); }
-Tensor operator~(const Tensor& a) { return logical_not(a); }
+Tensor operator&(const Tensor& a, const TensorOrScalar& b) { return bitwise_and(a, b); }
+Tensor operator|(const Tensor& a, const TensorOrScalar& b) { return bitwise_or(a, b); }
+Tensor operator^(const Tensor& a, const TensorOrScalar& b) { return bitwise_xor(a, b); }
+Tensor operator~(const Tensor& a) { return bitwise_not(a); }
+Tensor operator<<(const Tensor& a, const TensorOrScalar& b) { return bitwise_left_shift(a, b); }
+Tensor operator>>(const Tensor& a, const TensorOrScalar& b) { return bitwise_right_shift(a, b); }
 
 // ------------------------------------------------------------ methods ---
 Tensor Tensor::add(const TensorOrScalar& o) const { return genesis::add(*this, o); }

@@ -505,20 +505,22 @@ bool unary_allowed(UnaryOp op, DType t) {
   switch (op) {
     case UnaryOp::kLogicalNot: return true;
     case UnaryOp::kNeg: case UnaryOp::kAbs: case UnaryOp::kRelu: return t != DType::kBool;
+    case UnaryOp::kBitwiseNot: return !is_floating(t);
     default: return is_floating(t);
   }
 }
 
 TEST_F(GpuKernels, Unary) {
   const UnaryOp ops[] = {UnaryOp::kNeg, UnaryOp::kAbs, UnaryOp::kRelu, UnaryOp::kExp, UnaryOp::kLog, UnaryOp::kSqrt,
-                         UnaryOp::kSigmoid, UnaryOp::kTanh, UnaryOp::kSin, UnaryOp::kCos, UnaryOp::kLogicalNot};
+                         UnaryOp::kSigmoid, UnaryOp::kTanh, UnaryOp::kSin, UnaryOp::kCos, UnaryOp::kLogicalNot,
+                         UnaryOp::kBitwiseNot};
   const std::vector<std::vector<std::int64_t>> sz_list = {{0}, {7}, {33, 65}, {2, 3, 17}, {100003}};
   for (UnaryOp op : ops) {
     for (DType t : kAllDTypes) {
       if (!unary_allowed(op, t)) continue;
       const DType ot = op == UnaryOp::kLogicalNot ? DType::kBool : t;
       const bool exact = op == UnaryOp::kNeg || op == UnaryOp::kAbs || op == UnaryOp::kRelu ||
-                         op == UnaryOp::kLogicalNot || op == UnaryOp::kSqrt;
+                         op == UnaryOp::kLogicalNot || op == UnaryOp::kSqrt || op == UnaryOp::kBitwiseNot;
       for (const auto& sz : sz_list) {
         if (skip_large(sz)) continue;
         for (Layout il : kInLayouts) {
@@ -545,18 +547,22 @@ TEST_F(GpuKernels, Unary) {
 // --------------------------------------------------------------- binary ---
 
 bool binary_allowed(BinaryOp op, DType t) {
+  const bool bitwise = op == BinaryOp::kBitwiseAnd || op == BinaryOp::kBitwiseOr || op == BinaryOp::kBitwiseXor;
+  const bool shift = op == BinaryOp::kLeftShift || op == BinaryOp::kRightShift;
   if (t == DType::kBool) {
     return op == BinaryOp::kAdd || op == BinaryOp::kSub || op == BinaryOp::kMul || op == BinaryOp::kMaximum ||
-           op == BinaryOp::kMinimum || kernels::is_comparison(op);
+           op == BinaryOp::kMinimum || bitwise || kernels::is_comparison(op);
   }
   if (op == BinaryOp::kDiv) return is_floating(t);
+  if (bitwise || shift) return !is_floating(t);
   return true;
 }
 
 TEST_F(GpuKernels, Binary) {
   const BinaryOp ops[] = {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kDiv, BinaryOp::kFloorDiv,
                           BinaryOp::kRemainder, BinaryOp::kPow, BinaryOp::kMaximum, BinaryOp::kMinimum,
-                          BinaryOp::kEq, BinaryOp::kNe, BinaryOp::kLt, BinaryOp::kLe, BinaryOp::kGt, BinaryOp::kGe,
+                          BinaryOp::kTruncDiv, BinaryOp::kFmod, BinaryOp::kBitwiseAnd, BinaryOp::kBitwiseOr,
+                          BinaryOp::kBitwiseXor, BinaryOp::kLeftShift, BinaryOp::kRightShift, BinaryOp::kEq, BinaryOp::kNe, BinaryOp::kLt, BinaryOp::kLe, BinaryOp::kGt, BinaryOp::kGe,
                           BinaryOp::kLogicalAnd, BinaryOp::kLogicalOr};
   const std::vector<std::vector<std::int64_t>> sz_list = {{0}, {7}, {33, 65}, {2, 3, 17}, {100003}};
   const std::pair<Layout, Layout> pairs[] = {

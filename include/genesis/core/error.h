@@ -2,10 +2,16 @@
 //
 // Note [Errors]: Genesis never aborts the process on bad input. Every failure
 // is a C++ exception derived from genesis::Error; the Python bindings map each
-// type onto the matching Python exception (OutOfMemoryError -> RuntimeError
-// subclass, InvalidArgumentError -> ValueError, TypeMismatchError ->
-// TypeError, IndexError -> IndexError, CudaError -> RuntimeError). The check
-// macros record file and line so that a report points at the check that fired.
+// type onto a Python exception that both NumPy and PyTorch users can catch
+// (python/src/errors.cpp): OutOfMemoryError and CudaError -> RuntimeError
+// subclasses; InvalidArgumentError -> genesis.InvalidArgumentError (a
+// ValueError and a RuntimeError); TypeMismatchError ->
+// genesis.TypeMismatchError (a TypeError and a RuntimeError);
+// DivisionByZeroError -> genesis.DivisionByZeroError (a ZeroDivisionError
+// and a RuntimeError); IndexError -> IndexError; any other Error ->
+// RuntimeError. The check macros record file and line so that a report
+// points at the check that fired; Python messages leave that location out
+// (it means nothing to a Python user) and keep it in `cpp_location`.
 #pragma once
 
 #include <sstream>
@@ -48,6 +54,13 @@ class InvalidArgumentError : public Error {
 class TypeMismatchError : public Error {
  public:
   using Error::Error;
+};
+
+/// An integer division (floor_divide, remainder, fmod, div with a rounding
+/// mode) by zero, which has no integer result. An InvalidArgumentError.
+class DivisionByZeroError : public InvalidArgumentError {
+ public:
+  using InvalidArgumentError::InvalidArgumentError;
 };
 
 /// An index was out of range. Maps to Python's IndexError.

@@ -77,22 +77,32 @@ struct KernelContext {
 /// except kLogicalNot whose out is bool. kNeg, kAbs, kRelu: every dtype but
 /// bool (relu(x) = max(x, 0), NaN stays NaN). kExp, kLog, kSqrt,
 /// kSigmoid, kTanh, kSin, kCos: floating dtypes only. kLogicalNot: any dtype.
+/// kBitwiseNot: integer dtypes (~x) and bool (logical not) only.
 enum class UnaryOp : std::uint8_t {
-  kNeg, kAbs, kRelu, kExp, kLog, kSqrt, kSigmoid, kTanh, kSin, kCos, kLogicalNot,
+  kNeg, kAbs, kRelu, kExp, kLog, kSqrt, kSigmoid, kTanh, kSin, kCos, kLogicalNot, kBitwiseNot,
 };
 
 /// Element-wise functions of two arguments. Contract: a.dtype == b.dtype ==
-/// the compute dtype. Arithmetic (kAdd .. kMinimum) writes out.dtype ==
+/// the compute dtype. Arithmetic (kAdd .. kRightShift) writes out.dtype ==
 /// compute dtype; comparisons (kEq .. kGe) and kLogicalAnd/Or write bool.
 /// kDiv: floating only (true division). kFloorDiv, kRemainder: Python
-/// semantics (floor; the remainder has the divisor's sign). Integer
-/// kFloorDiv/kRemainder by zero writes 0: checking would mean reading the
-/// data before the kernel (PyTorch raises on the CPU; a documented
-/// difference). kPow: integer pow with negative exponent
-/// gives 1/x truncated (0 unless |x| == 1). kMaximum/kMinimum propagate NaN.
-/// kAdd/kSub/kMul on bool: logical or / xor / and (PyTorch's results).
+/// semantics (floor; the remainder has the divisor's sign). kTruncDiv: the
+/// quotient rounded toward zero (C's integer /; trunc(a / b) for floats).
+/// kFmod: C's fmod (the remainder has the dividend's sign; integer %).
+/// Integer kFloorDiv/kRemainder/kTruncDiv/kFmod never see a zero divisor on
+/// the CPU: the tensor layer raises DivisionByZeroError first (Note
+/// [Integer division by zero] in elementwise.cpp); a kernel writes 0 for
+/// one, and integer MIN / -1 wraps to MIN. kPow: integer pow with negative
+/// exponent gives 1/x truncated (0 unless |x| == 1). kMaximum/kMinimum
+/// propagate NaN. kAdd/kSub/kMul on bool: logical or / xor / and
+/// (PyTorch's results). kBitwiseAnd/Or/Xor: integer and bool dtypes only
+/// (bool: logical). kLeftShift/kRightShift: integer dtypes only, NumPy's
+/// results: a count below 0 or at least the bit width shifts everything
+/// out (0; -1 for a negative value shifted right); the right shift of a
+/// signed value is arithmetic; left shifts wrap.
 enum class BinaryOp : std::uint8_t {
   kAdd, kSub, kMul, kDiv, kFloorDiv, kRemainder, kPow, kMaximum, kMinimum,
+  kTruncDiv, kFmod, kBitwiseAnd, kBitwiseOr, kBitwiseXor, kLeftShift, kRightShift,
   kEq, kNe, kLt, kLe, kGt, kGe, kLogicalAnd, kLogicalOr,
 };
 

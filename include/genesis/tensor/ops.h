@@ -24,8 +24,21 @@ Tensor mul(const TensorOrScalar& a, const TensorOrScalar& b);
 /// True division: integer operands give float32.
 Tensor div(const TensorOrScalar& a, const TensorOrScalar& b);
 /// Python's // and % (floor division; the remainder takes the divisor's sign).
+/// Integer division by zero, here and in fmod and div with a rounding mode:
+/// DivisionByZeroError for a zero scalar divisor on any device and for a
+/// zero element of a CPU divisor; a zero element of a CUDA divisor gives 0
+/// in that place (finding it would synchronise the stream: Note [Integer
+/// division by zero] in src/tensor/elementwise.cpp). Floating division by
+/// zero follows IEEE (inf, nan).
 Tensor floor_divide(const TensorOrScalar& a, const TensorOrScalar& b);
 Tensor remainder(const TensorOrScalar& a, const TensorOrScalar& b);
+/// C's fmod: the remainder takes the dividend's sign (integers: C's %).
+Tensor fmod(const TensorOrScalar& a, const TensorOrScalar& b);
+/// torch.div's rounding_mode: kNone is true division (div above), kTrunc
+/// rounds the quotient toward zero, kFloor down (floor_divide). kTrunc and
+/// kFloor keep integer dtypes.
+enum class RoundingMode : std::uint8_t { kNone, kTrunc, kFloor };
+Tensor div(const TensorOrScalar& a, const TensorOrScalar& b, RoundingMode mode);
 /// Integer tensors to a negative integer Scalar power: InvalidArgumentError
 /// (as PyTorch).
 Tensor pow(const TensorOrScalar& a, const TensorOrScalar& b);
@@ -39,6 +52,18 @@ Tensor gt(const TensorOrScalar& a, const TensorOrScalar& b);
 Tensor ge(const TensorOrScalar& a, const TensorOrScalar& b);
 Tensor logical_and(const TensorOrScalar& a, const TensorOrScalar& b);
 Tensor logical_or(const TensorOrScalar& a, const TensorOrScalar& b);
+/// Bitwise and, or, xor: integer and bool tensors (bool: logical), in the
+/// promoted dtype; floating operands: TypeMismatchError ("bitwise_and is
+/// only defined for integer and bool tensors, got float32"), as NumPy and
+/// PyTorch refuse them.
+Tensor bitwise_and(const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor bitwise_or(const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor bitwise_xor(const TensorOrScalar& a, const TensorOrScalar& b);
+/// Shifts of integer tensors (bool and floating: TypeMismatchError), with
+/// NumPy's results when the count is negative or at least the bit width:
+/// every bit shifted out (0, or -1 for a negative value shifted right).
+Tensor bitwise_left_shift(const TensorOrScalar& a, const TensorOrScalar& b);
+Tensor bitwise_right_shift(const TensorOrScalar& a, const TensorOrScalar& b);
 
 /// out= for any element-wise operation (the bindings' single entry point);
 /// the named _out functions below are shorthands.
@@ -64,6 +89,8 @@ Tensor tanh(const Tensor& x);
 Tensor sin(const Tensor& x);
 Tensor cos(const Tensor& x);
 Tensor logical_not(const Tensor& x);
+/// ~x of integers, logical not of bool; floating: TypeMismatchError.
+Tensor bitwise_not(const Tensor& x);
 Tensor& exp_out(Tensor& out, const Tensor& x);
 
 /// cond ? a : b, broadcasting all three; cond must be bool; the dtype is
@@ -85,9 +112,13 @@ Tensor operator<(const Tensor& a, const TensorOrScalar& b);
 Tensor operator<=(const Tensor& a, const TensorOrScalar& b);
 Tensor operator>(const Tensor& a, const TensorOrScalar& b);
 Tensor operator>=(const Tensor& a, const TensorOrScalar& b);
-Tensor operator&(const Tensor& a, const TensorOrScalar& b);  // logical and (bool tensors)
+// Bitwise, as in PyTorch and NumPy (logical on bool tensors).
+Tensor operator&(const Tensor& a, const TensorOrScalar& b);
 Tensor operator|(const Tensor& a, const TensorOrScalar& b);
-Tensor operator~(const Tensor& a);                            // logical not (bool tensors)
+Tensor operator^(const Tensor& a, const TensorOrScalar& b);
+Tensor operator~(const Tensor& a);
+Tensor operator<<(const Tensor& a, const TensorOrScalar& b);
+Tensor operator>>(const Tensor& a, const TensorOrScalar& b);
 
 /// torch.matmul: 1-d x 1-d is a dot product (0-d), 2-d x 2-d a matrix
 /// product, 1-d operands get a dimension prepended/appended and removed

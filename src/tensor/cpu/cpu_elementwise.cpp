@@ -40,6 +40,11 @@ void unary_typed(UnaryOp op, const StridedOperand& out, const StridedOperand& in
     unary_loop<bool, T>(out, in, [](C x) { return !cast<bool>(x); });
     return;
   }
+  if (op == UnaryOp::kBitwiseNot) {  // integer and bool dtypes only
+    if constexpr (std::is_same_v<T, bool>) unary_loop<bool, T>(out, in, [](bool x) { return !x; });
+    else if constexpr (std::is_integral_v<T>) unary_loop<T, T>(out, in, [](C x) { return static_cast<C>(~x); });
+    return;
+  }
   if constexpr (!std::is_same_v<T, bool>) {
     switch (op) {
       case UnaryOp::kNeg:
@@ -79,7 +84,8 @@ void unary_typed(UnaryOp op, const StridedOperand& out, const StridedOperand& in
   }
 }
 
-// Python floor division and modulo for integers (divisor zero -> 0).
+// Python floor division and modulo for integers (divisor zero -> 0: the
+// tensor layer raised before, Note [Integer division by zero]).
 template <typename C>
 C floor_div_int(C a, C b) {
   if (b == 0) return 0;
@@ -104,6 +110,47 @@ C remainder_int(C a, C b) {
   } else {
     return static_cast<C>(a % b);
   }
+}
+// C's integer / and % (toward zero; divisor zero -> 0, MIN / -1 wraps).
+template <typename C>
+C trunc_div_int(C a, C b) {
+  if (b == 0) return 0;
+  if constexpr (std::is_signed_v<C>) {
+    if (b == C(-1)) return static_cast<C>(std::make_unsigned_t<C>(0) - static_cast<std::make_unsigned_t<C>>(a));
+  }
+  return static_cast<C>(a / b);
+}
+template <typename C>
+C fmod_int(C a, C b) {
+  if (b == 0) return 0;
+  if constexpr (std::is_signed_v<C>) {
+    if (b == C(-1)) return 0;
+  }
+  return static_cast<C>(a % b);
+}
+// NumPy's shifts: a count < 0 or >= the bit width shifts every bit out. The
+// left shift goes through the unsigned type (wraps, no signed overflow);
+// the right shift of a signed value is arithmetic.
+template <typename C>
+C shift_left(C a, C count) {
+  constexpr int kBits = static_cast<int>(sizeof(C) * 8);
+  if constexpr (std::is_signed_v<C>) {
+    if (count < 0) return 0;
+  }
+  if (count >= kBits) return 0;
+  using U = std::make_unsigned_t<C>;
+  return static_cast<C>(static_cast<U>(static_cast<U>(a) << count));
+}
+template <typename C>
+C shift_right(C a, C count) {
+  constexpr int kBits = static_cast<int>(sizeof(C) * 8);
+  bool all_out = count >= kBits;
+  if constexpr (std::is_signed_v<C>) all_out = all_out || count < 0;
+  if (all_out) {
+    if constexpr (std::is_signed_v<C>) return a < 0 ? C(-1) : C(0);
+    else return 0;
+  }
+  return static_cast<C>(a >> count);
 }
 template <typename C>
 C pow_int(C base, C exp) {
@@ -173,8 +220,10 @@ void binary_typed(BinaryOp op, const StridedOperand& out, const StridedOperand& 
       case BinaryOp::kAdd: case BinaryOp::kMaximum:
         return binary_loop<T, T>(out, a, b, [](bool x, bool y) { return x || y; });
       case BinaryOp::kSub: return binary_loop<T, T>(out, a, b, [](bool x, bool y) { return x != y; });
-      case BinaryOp::kMul: case BinaryOp::kMinimum:
+      case BinaryOp::kMul: case BinaryOp::kMinimum: case BinaryOp::kBitwiseAnd:
         return binary_loop<T, T>(out, a, b, [](bool x, bool y) { return x && y; });
+      case BinaryOp::kBitwiseOr: return binary_loop<T, T>(out, a, b, [](bool x, bool y) { return x || y; });
+      case BinaryOp::kBitwiseXor: return binary_loop<T, T>(out, a, b, [](bool x, bool y) { return x != y; });
       default: return;  // excluded by the tensor layer
     }
   } else {
@@ -229,6 +278,43 @@ void binary_typed(BinaryOp op, const StridedOperand& out, const StridedOperand& 
             return m;
           });
         }
+      case BinaryOp::kTruncDiv:
+        if constexpr (std::is_integral_v<C>) {
+          return binary_loop<T, T>(out, a, b, [](C x, C y) { return trunc_div_int(x, y); });
+        } else {
+          return binary_loop<T, T>(out, a, b, [](C x, C y) { return std::trunc(x / y); });
+        }
+      case BinaryOp::kFmod:
+        if constexpr (std::is_integral_v<C>) {
+          return binary_loop<T, T>(out, a, b, [](C x, C y) { return fmod_int(x, y); });
+        } else {
+          return binary_loop<T, T>(out, a, b, [](C x, C y) { return std::fmod(x, y); });
+        }
+      case BinaryOp::kBitwiseAnd:
+        if constexpr (std::is_integral_v<C>) {
+          return binary_loop<T, T>(out, a, b, [](C x, C y) { return static_cast<C>(x & y); });
+        }
+        return;
+      case BinaryOp::kBitwiseOr:
+        if constexpr (std::is_integral_v<C>) {
+          return binary_loop<T, T>(out, a, b, [](C x, C y) { return static_cast<C>(x | y); });
+        }
+        return;
+      case BinaryOp::kBitwiseXor:
+        if constexpr (std::is_integral_v<C>) {
+          return binary_loop<T, T>(out, a, b, [](C x, C y) { return static_cast<C>(x ^ y); });
+        }
+        return;
+      case BinaryOp::kLeftShift:
+        if constexpr (std::is_integral_v<C>) {
+          return binary_loop<T, T>(out, a, b, [](C x, C y) { return shift_left(x, y); });
+        }
+        return;
+      case BinaryOp::kRightShift:
+        if constexpr (std::is_integral_v<C>) {
+          return binary_loop<T, T>(out, a, b, [](C x, C y) { return shift_right(x, y); });
+        }
+        return;
       case BinaryOp::kPow:
         if constexpr (std::is_integral_v<C>) {
           return binary_loop<T, T>(out, a, b, [](C x, C y) { return pow_int(x, y); });

@@ -1,4 +1,4 @@
-// CUDA binary arithmetic (kAdd .. kMinimum of the BinaryOp contract) on the
+// CUDA binary arithmetic (kAdd .. kRightShift of the BinaryOp contract) on the
 // element-wise engine. Kept apart from the comparisons so that the two halves
 // compile in parallel (each is ~100 kernel instantiations).
 #include "cuda_binary_ops.cuh"
@@ -15,8 +15,11 @@ void arith_typed(cudaStream_t s, BinaryOp op, const StridedOperand* const* ops) 
       case BinaryOp::kAdd: case BinaryOp::kMaximum:
         return launch_elementwise<bool, bool, bool>(s, BinaryF<bool, bool, bop::BoolOr>{}, ops);
       case BinaryOp::kSub: return launch_elementwise<bool, bool, bool>(s, BinaryF<bool, bool, bop::BoolXor>{}, ops);
-      case BinaryOp::kMul: case BinaryOp::kMinimum:
+      case BinaryOp::kMul: case BinaryOp::kMinimum: case BinaryOp::kBitwiseAnd:
         return launch_elementwise<bool, bool, bool>(s, BinaryF<bool, bool, bop::BoolAnd>{}, ops);
+      case BinaryOp::kBitwiseOr: return launch_elementwise<bool, bool, bool>(s, BinaryF<bool, bool, bop::BoolOr>{}, ops);
+      case BinaryOp::kBitwiseXor:
+        return launch_elementwise<bool, bool, bool>(s, BinaryF<bool, bool, bop::BoolXor>{}, ops);
       default: return;
     }
   } else {
@@ -32,7 +35,20 @@ void arith_typed(cudaStream_t s, BinaryOp op, const StridedOperand* const* ops) 
       case BinaryOp::kPow: return launch_elementwise<T, T, T>(s, BinaryF<T, T, bop::Pow>{}, ops);
       case BinaryOp::kMaximum: return launch_elementwise<T, T, T>(s, BinaryF<T, T, bop::Maximum>{}, ops);
       case BinaryOp::kMinimum: return launch_elementwise<T, T, T>(s, BinaryF<T, T, bop::Minimum>{}, ops);
-      default: return;
+      case BinaryOp::kTruncDiv: return launch_elementwise<T, T, T>(s, BinaryF<T, T, bop::TruncDiv>{}, ops);
+      case BinaryOp::kFmod: return launch_elementwise<T, T, T>(s, BinaryF<T, T, bop::Fmod>{}, ops);
+      default: break;
+    }
+    // Bitwise operations and shifts: integer dtypes only (Note [Kernel contracts]).
+    if constexpr (std::is_integral_v<T>) {
+      switch (op) {
+        case BinaryOp::kBitwiseAnd: return launch_elementwise<T, T, T>(s, BinaryF<T, T, bop::BitAnd>{}, ops);
+        case BinaryOp::kBitwiseOr: return launch_elementwise<T, T, T>(s, BinaryF<T, T, bop::BitOr>{}, ops);
+        case BinaryOp::kBitwiseXor: return launch_elementwise<T, T, T>(s, BinaryF<T, T, bop::BitXor>{}, ops);
+        case BinaryOp::kLeftShift: return launch_elementwise<T, T, T>(s, BinaryF<T, T, bop::ShiftLeft>{}, ops);
+        case BinaryOp::kRightShift: return launch_elementwise<T, T, T>(s, BinaryF<T, T, bop::ShiftRight>{}, ops);
+        default: return;
+      }
     }
   }
 }

@@ -115,6 +115,63 @@ struct Remainder {
   }
 };
 
+// C's integer / and % (divisor zero -> 0, MIN / -1 wraps), as the CPU.
+struct TruncDiv {
+  template <typename C> __device__ C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C>) {
+      if (b == 0) return 0;
+      if constexpr (std::is_signed_v<C>) {
+        if (b == C(-1)) return static_cast<C>(std::make_unsigned_t<C>(0) - static_cast<std::make_unsigned_t<C>>(a));
+      }
+      return static_cast<C>(a / b);
+    } else {
+      return dmath::trunc(a / b);
+    }
+  }
+};
+struct Fmod {
+  template <typename C> __device__ C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C>) {
+      if (b == 0) return 0;
+      if constexpr (std::is_signed_v<C>) {
+        if (b == C(-1)) return 0;
+      }
+      return static_cast<C>(a % b);
+    } else {
+      return dmath::fmod(a, b);
+    }
+  }
+};
+
+// Integer dtypes only (bool goes through BoolAnd/BoolOr/BoolXor).
+struct BitAnd { template <typename C> __device__ C operator()(C x, C y) const { return static_cast<C>(x & y); } };
+struct BitOr { template <typename C> __device__ C operator()(C x, C y) const { return static_cast<C>(x | y); } };
+struct BitXor { template <typename C> __device__ C operator()(C x, C y) const { return static_cast<C>(x ^ y); } };
+// NumPy's shifts, as the CPU: a count < 0 or >= the bit width shifts every bit out.
+struct ShiftLeft {
+  template <typename C> __device__ C operator()(C a, C count) const {
+    constexpr int kBits = static_cast<int>(sizeof(C) * 8);
+    if constexpr (std::is_signed_v<C>) {
+      if (count < 0) return 0;
+    }
+    if (count >= kBits) return 0;
+    using U = std::make_unsigned_t<C>;
+    return static_cast<C>(static_cast<U>(static_cast<U>(a) << count));
+  }
+};
+struct ShiftRight {
+  template <typename C> __device__ C operator()(C a, C count) const {
+    constexpr int kBits = static_cast<int>(sizeof(C) * 8);
+    bool all_out = count >= kBits;
+    if constexpr (std::is_signed_v<C>) all_out = all_out || count < 0;
+    if (all_out) {
+      if constexpr (std::is_signed_v<C>) return a < 0 ? C(-1) : C(0);
+      else return C(0);
+    }
+    return static_cast<C>(a >> count);
+  }
+};
+
 struct Pow {
   template <typename C> __device__ C operator()(C base, C exp) const {
     if constexpr (std::is_integral_v<C>) {
@@ -161,7 +218,7 @@ struct Minimum {
 
 }  // namespace bop
 
-/// Arithmetic half of `binary` (cuda_binary_arith.cu): ops kAdd .. kMinimum.
+/// Arithmetic half of `binary` (cuda_binary_arith.cu): ops kAdd .. kRightShift.
 void binary_arith(cudaStream_t stream, BinaryOp op, const StridedOperand* const* ops);
 
 }  // namespace genesis::kernels::cuda_impl

@@ -25,6 +25,8 @@ __device__ __forceinline__ float fabs(float x) { return ::fabsf(x); }
 __device__ __forceinline__ double fabs(double x) { return ::fabs(x); }
 __device__ __forceinline__ float fmod(float x, float y) { return ::fmodf(x, y); }
 __device__ __forceinline__ double fmod(double x, double y) { return ::fmod(x, y); }
+__device__ __forceinline__ float trunc(float x) { return ::truncf(x); }
+__device__ __forceinline__ double trunc(double x) { return ::trunc(x); }
 __device__ __forceinline__ float floor(float x) { return ::floorf(x); }
 __device__ __forceinline__ double floor(double x) { return ::floor(x); }
 __device__ __forceinline__ float copysign(float x, float y) { return ::copysignf(x, y); }

@@ -22,6 +22,13 @@ struct LogicalNotOp {
   template <typename C>
   __device__ bool operator()(C x) const { return !cast<bool>(x); }
 };
+struct BitwiseNotOp {  // integer and bool dtypes only
+  template <typename C>
+  __device__ C operator()(C x) const {
+    if constexpr (std::is_same_v<C, bool>) return !x;
+    else return static_cast<C>(~x);
+  }
+};
 struct NegOp {
   template <typename C>
   __device__ C operator()(C x) const {
@@ -64,6 +71,10 @@ GENESIS_FLOAT_UNARY(CosOp, dmath::cos(x))
 template <typename T>
 void unary_typed(cudaStream_t s, UnaryOp op, const StridedOperand* const* ops) {
   if (op == UnaryOp::kLogicalNot) return launch_elementwise<bool, T>(s, UnaryF<bool, T, LogicalNotOp>{}, ops);
+  if (op == UnaryOp::kBitwiseNot) {
+    if constexpr (std::is_integral_v<T>) return launch_elementwise<T, T>(s, UnaryF<T, T, BitwiseNotOp>{}, ops);
+    return;
+  }
   if constexpr (!std::is_same_v<T, bool>) {
     switch (op) {
       case UnaryOp::kNeg: return launch_elementwise<T, T>(s, UnaryF<T, T, NegOp>{}, ops);
