@@ -30,6 +30,7 @@ package only arranges it. Layout (one concern per module):
                       create_storage(), copy_storage(), convert_dtype(), aligned_storage() (S)
     _storage_inspect  inspect_storage(), StorageTracker (S9)
     _tensor           genesis.Tensor, tensor(), zeros(), ..., from_numpy(), from_dlpack() (SPEC T)
+    _serialization    pickling of tensors and storages
 """
 
 import os as _os
@@ -70,6 +71,9 @@ from ._dtype import (all_dtypes, bfloat16, bool, double, dtype, float, float16, 
 # `max`, `min`, `sum`, `abs`, `pow` shadow the builtins here, as in torch.
 from ._tensor import *  # noqa: E402,F401,F403,A001
 from ._tensor import __all__ as _tensor_all  # noqa: E402
+from . import _serialization  # noqa: E402
+
+_serialization.install()  # tensors and storages pickle (Note [Pickling])
 
 # One version for the project: project(genesis VERSION ...) in CMakeLists.txt,
 # compiled into _C through the generated genesis/version.h.

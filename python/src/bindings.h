@@ -55,6 +55,9 @@ void bind_storage_ipc(py::module_& m);
 
 /// set_num_threads, get_num_threads, available_cpus (threads.cpp).
 void bind_threads(py::module_& m);
+/// The bytes behind pickled tensors and storages (pickling.cpp; after
+/// bind_tensor and bind_storage_view).
+void bind_pickling(py::module_& m);
 
 // --- tensors (issue 6, T; branch python3) ---
 /// genesis._C.Tensor and the tensor functions (tensor*.cpp, dlpack.cpp).
