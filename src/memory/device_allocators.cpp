@@ -10,6 +10,7 @@
 #include "genesis/core/bytes.h"
 #include "genesis/core/fork.h"
 #include "genesis/cuda/runtime.h"
+#include "genesis/memory/alloc_conf.h"
 #include "genesis/memory/cuda_resource.h"
 #include "genesis/memory/host_resource.h"
 #include "genesis/memory/detail/allocator_fork.h"
@@ -75,14 +76,20 @@ void child_after_fork() { finish_fork(true); }
 CachingAllocator& cuda_allocator(int index) {
   Device(DeviceType::kCUDA, index).validate();
   Registry& r = registry();
+  const auto i = static_cast<std::size_t>(index);
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (i < r.cuda.size() && r.cuda[i]) return *r.cuda[i];
+  }
+  // Asked for outside the registry's lock (lock order: alloc_conf_defaults.cpp).
+  const AllocatorOptions options = cuda_allocator_options();
   CachingAllocator* a = nullptr;
   bool created = false;
   {
     std::lock_guard<std::mutex> lock(r.mutex);
-    const auto i = static_cast<std::size_t>(index);
     if (r.cuda.size() <= i) r.cuda.resize(i + 1);
     if (!r.cuda[i]) {
-      r.cuda[i] = std::make_unique<CachingAllocator>(std::make_shared<CudaDeviceResource>(index));
+      r.cuda[i] = std::make_unique<CachingAllocator>(std::make_shared<CudaDeviceResource>(index), options);
       created = true;
     }
     a = r.cuda[i].get();

@@ -1,0 +1,228 @@
+// Parsing and writing the allocator configuration text (Note [Allocator
+// configuration] in genesis/memory/alloc_conf.h).
+#include "genesis/memory/alloc_conf.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <set>
+#include <string>
+
+#include "genesis/core/bytes.h"
+#include "genesis/core/error.h"
+
+namespace genesis::memory {
+
+namespace {
+
+using Expandable = AllocatorOptions::Expandable;
+
+// Options of PYTORCH_CUDA_ALLOC_CONF without a Genesis counterpart: named in
+// their own error, so that a configuration copied from PyTorch fails loudly.
+constexpr const char* kPyTorchOnly[] = {
+    "max_split_size_mb",      "roundup_power2_divisions",      "garbage_collection_threshold",
+    "backend",                "pinned_use_cuda_host_register", "pinned_num_register_threads",
+    "release_lock_on_cudamalloc", "pinned_use_background_threads", "per_process_memory_fraction",
+};
+
+std::string_view trim(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+std::string key_list() {
+  std::string out;
+  for (const AllocConfKey& k : alloc_conf_keys()) {
+    if (!out.empty()) out += ", ";
+    out += k.name;
+  }
+  return out;
+}
+
+// The parsers below throw with the key and the expected form in the message.
+struct Item {
+  std::string_view source, key, value;
+
+  [[noreturn]] void bad(std::string_view expected) const {
+    GENESIS_THROW(InvalidArgumentError, source, ": bad value '", value, "' for ", key, ": expected ", expected);
+  }
+
+  bool boolean() const {
+    if (value == "True" || value == "true" || value == "1") return true;
+    if (value == "False" || value == "false" || value == "0") return false;
+    bad("True, False, true, false, 1 or 0");
+  }
+
+  std::uint64_t count(std::uint64_t lo, std::uint64_t hi) const {
+    std::uint64_t v = 0;
+    if (value.empty()) bad("a whole number");
+    for (char c : value) {
+      if (c < '0' || c > '9') bad("a whole number");
+      if (v > (std::numeric_limits<std::uint64_t>::max() - 9) / 10) bad("a smaller number");
+      v = v * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    if (v < lo || v > hi)
+      bad("a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
+    return v;
+  }
+
+  double fraction() const {
+    const std::string text(value);
+    char* end = nullptr;
+    errno = 0;
+    const double f = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || errno != 0 || !std::isfinite(f) || !(f > 0.0) ||
+        f > 1.0)
+      bad("a number in (0, 1], e.g. 0.8");
+    return f;
+  }
+
+  std::size_t size() const {
+    try {
+      return parse_bytes(value);
+    } catch (const InvalidArgumentError&) {
+      bad("a size such as 2GB, 512MiB or a number of bytes");
+    }
+  }
+};
+
+void apply(const Item& it, AllocatorOptions& o) {
+  const std::string_view k = it.key;
+  if (k == "expandable_segments") {
+    o.expandable_segments = it.value == "auto" ? Expandable::kAuto : it.boolean() ? Expandable::kOn : Expandable::kOff;
+  } else if (k == "memory_fraction") {
+    o.memory_fraction = it.fraction();
+  } else if (k == "cache_size" || k == "max_cached_bytes") {
+    o.cache_size_limit = it.value == "none" || it.value == "unlimited" ? SIZE_MAX : it.size();
+  } else if (k == "thread_cache") {
+    o.thread_cache = it.boolean();
+  } else if (k == "thread_cache_size") {
+    o.thread_cache_bytes = it.size();
+  } else if (k == "thread_cache_small_count") {
+    o.thread_cache_small_count = static_cast<std::uint32_t>(it.count(1, 1u << 20));
+  } else if (k == "thread_cache_large_count") {
+    o.thread_cache_large_count = static_cast<std::uint32_t>(it.count(1, 1u << 20));
+  } else if (k == "thread_cache_large_park") {
+    o.thread_cache_large_park = static_cast<std::uint32_t>(it.count(0, 1u << 20));
+  } else if (k == "thread_cache_near_fit") {
+    o.thread_cache_near_fit = static_cast<std::uint32_t>(it.count(0, 1024));
+  } else if (k == "chunk_pages") {
+    o.chunk_pages = static_cast<std::uint32_t>(it.count(0, 1u << 20));
+  } else if (k == "chunk_strand_pages") {
+    o.chunk_strand_pages = static_cast<std::uint32_t>(it.count(0, 1u << 20));
+  } else if (k == "arenas") {
+    o.arenas = static_cast<std::uint32_t>(it.count(0, CachingAllocator::kMaxArenas));
+  } else if (k == "record_events") {
+    o.record_events = it.boolean();
+  } else if (k == "event_capacity") {
+    o.event_capacity_per_thread = it.count(1, std::uint64_t{1} << 28);
+  } else {
+    for (const char* p : kPyTorchOnly)
+      if (k == p)
+        GENESIS_THROW(InvalidArgumentError, it.source, ": '", k,
+                      "' is an option of PyTorch's allocator that Genesis does not have; valid keys: ", key_list());
+    GENESIS_THROW(InvalidArgumentError, it.source, ": unknown key '", k, "'; valid keys: ", key_list());
+  }
+}
+
+std::string size_text(std::size_t n) { return std::to_string(n); }
+
+}  // namespace
+
+const std::vector<AllocConfKey>& alloc_conf_keys() {
+  static const std::vector<AllocConfKey> keys = {
+      {"expandable_segments", "True|False|auto", "segments whose pages are mapped on demand (default auto)"},
+      {"memory_fraction", "number in (0, 1]", "cap on reserved memory as a fraction of the device"},
+      {"cache_size", "size or none", "cap on cached (reserved - allocated) memory"},
+      {"max_cached_bytes", "size or none", "the same as cache_size"},
+      {"thread_cache", "True|False", "per-thread caches on the hot path"},
+      {"thread_cache_size", "size (0: auto)", "bytes one thread's cache may hold"},
+      {"thread_cache_small_count", "1..1048576", "blocks a thread cache keeps per small size"},
+      {"thread_cache_large_count", "1..1048576", "blocks a thread cache keeps per large size"},
+      {"thread_cache_large_park", "0..1048576", "large blocks a thread may keep across pool searches"},
+      {"thread_cache_near_fit", "0..1024", "near fits: a cached block at most 1/N larger (0: off)"},
+      {"chunk_pages", "0..1048576 (0: auto)", "expandable segments: most pages one physical chunk spans"},
+      {"chunk_strand_pages", "0..1048576", "expandable segments: pages a chunk may strand outside a block"},
+      {"arenas", "0..8 (0: one per hardware thread)", "independent pools threads are spread over"},
+      {"record_events", "True|False", "record every alloc/free into the event history"},
+      {"event_capacity", "1..268435456", "events kept per thread in the history"},
+  };
+  return keys;
+}
+
+AllocatorOptions parse_alloc_conf(std::string_view text, const AllocatorOptions& base, std::string_view source,
+                                  std::vector<std::string>* keys) {
+  AllocatorOptions o = base;
+  std::set<std::string, std::less<>> seen;
+  std::string_view rest = text;
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view raw = trim(rest.substr(0, comma));
+    if (!raw.empty()) {
+      const std::size_t colon = raw.find(':');
+      GENESIS_CHECK(colon != std::string_view::npos, source, ": '", raw,
+                    "' is not key:value (items are separated by ',', keys from values by ':'); valid keys: ",
+                    key_list());
+      Item it{source, trim(raw.substr(0, colon)), trim(raw.substr(colon + 1))};
+      GENESIS_CHECK(!it.key.empty(), source, ": '", raw, "' has no key before ':'");
+      GENESIS_CHECK(!it.value.empty(), source, ": ", it.key, " has no value after ':'");
+      GENESIS_CHECK(seen.insert(std::string(it.key)).second, source, ": ", it.key, " is given twice");
+      apply(it, o);
+      if (keys != nullptr) keys->emplace_back(it.key);
+    }
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  // Two spellings of one option must not disagree silently.
+  GENESIS_CHECK(!(seen.count("cache_size") && seen.count("max_cached_bytes")), source,
+                ": cache_size and max_cached_bytes are the same option; give one");
+  return o;
+}
+
+std::string format_alloc_conf(const AllocatorOptions& o) {
+  const AllocatorOptions d;
+  std::string out;
+  auto add = [&out](const char* key, const std::string& value) {
+    if (!out.empty()) out += ',';
+    out += key;
+    out += ':';
+    out += value;
+  };
+  auto flag = [](bool b) { return std::string(b ? "True" : "False"); };
+  if (o.expandable_segments != d.expandable_segments)
+    add("expandable_segments", o.expandable_segments == Expandable::kAuto ? "auto"
+                               : o.expandable_segments == Expandable::kOn ? "True"
+                                                                          : "False");
+  if (o.memory_fraction != d.memory_fraction) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", o.memory_fraction);
+    add("memory_fraction", buf);
+  }
+  if (o.cache_size_limit != d.cache_size_limit)
+    add("cache_size", o.cache_size_limit == SIZE_MAX ? "none" : size_text(o.cache_size_limit));
+  if (o.thread_cache != d.thread_cache) add("thread_cache", flag(o.thread_cache));
+  if (o.thread_cache_bytes != d.thread_cache_bytes) add("thread_cache_size", size_text(o.thread_cache_bytes));
+  if (o.thread_cache_small_count != d.thread_cache_small_count)
+    add("thread_cache_small_count", std::to_string(o.thread_cache_small_count));
+  if (o.thread_cache_large_count != d.thread_cache_large_count)
+    add("thread_cache_large_count", std::to_string(o.thread_cache_large_count));
+  if (o.thread_cache_large_park != d.thread_cache_large_park)
+    add("thread_cache_large_park", std::to_string(o.thread_cache_large_park));
+  if (o.thread_cache_near_fit != d.thread_cache_near_fit)
+    add("thread_cache_near_fit", std::to_string(o.thread_cache_near_fit));
+  if (o.chunk_pages != d.chunk_pages) add("chunk_pages", std::to_string(o.chunk_pages));
+  if (o.chunk_strand_pages != d.chunk_strand_pages) add("chunk_strand_pages", std::to_string(o.chunk_strand_pages));
+  if (o.arenas != d.arenas) add("arenas", std::to_string(o.arenas));
+  if (o.record_events != d.record_events) add("record_events", flag(o.record_events));
+  if (o.event_capacity_per_thread != d.event_capacity_per_thread)
+    add("event_capacity", std::to_string(o.event_capacity_per_thread));
+  return out;
+}
+
+}  // namespace genesis::memory
