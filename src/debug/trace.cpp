@@ -12,10 +12,12 @@
 #include <deque>
 #include <limits>
 #include <system_error>
+#include <utility>
 
 #include <sys/stat.h>
 
 #include "genesis/core/error.h"
+#include "genesis/debug/torch_snapshot.h"
 
 // Defined by CMake (1 when zlib was found); 0 when built some other way.
 #ifndef GENESIS_WITH_ZLIB
@@ -700,9 +702,14 @@ Trace read_trace(const std::string& path) {
   Parser parser(path);
   std::vector<char> chunk(kChunk);
   std::string carry;  // a line split across chunks
+  bool first = true;
   while (true) {
     const std::size_t n = in.read(chunk.data(), chunk.size(), parser.line_no());
     if (n == 0) break;
+    // A pickled PyTorch memory snapshot (genesis/debug/torch_snapshot.h).
+    if (std::exchange(first, false) && looks_like_pickle(reinterpret_cast<const std::uint8_t*>(chunk.data()), n))
+      return read_torch_snapshot(std::string_view(chunk.data(), n),
+                                 [&in](char* buf, std::size_t cap) { return in.read(buf, cap, 0); }, path);
     const char* p = chunk.data();
     const char* const end = p + n;
     while (p < end) {
@@ -737,7 +744,8 @@ void write_trace(const std::string& path, const std::vector<memory::MemoryEvent>
     buf += ',';
     buf += memory::event_action_name(e.action);
     buf += ',';
-    append_number(buf, e.address);
+    // An OOM has no address (MemoryEvent keeps the device's free bytes there).
+    append_number(buf, e.action == memory::EventAction::kOOM ? 0 : e.address);
     buf += ',';
     append_number(buf, e.size);
     buf += ',';

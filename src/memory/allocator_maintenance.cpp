@@ -165,9 +165,11 @@ void CachingAllocator::warmup(const std::vector<std::pair<std::size_t, int>>& si
 
 void CachingAllocator::throw_oom(std::size_t bytes, StreamId stream, const std::string& why) {
   ++counters_.num_ooms;
-  if (recording_.load(std::memory_order_relaxed))
-    record_event(nullptr, EventAction::kOOM, 0, bytes, detail::round_size(bytes), stream, 0, false);
   const MemInfo info = upstream_->mem_info();
+  // An OOM event's address is the memory the device still had free (what
+  // PyTorch's traces call device_free): it has no address of its own.
+  if (recording_.load(std::memory_order_relaxed))
+    record_event(nullptr, EventAction::kOOM, info.free_bytes, bytes, detail::round_size(bytes), stream, 0, false);
   const MemoryStats s = stats_locked();
   using genesis::detail::format_bytes;
   const auto allocated = static_cast<unsigned long long>(s.allocated_bytes[kStatAggregate].current);
@@ -239,6 +241,8 @@ void CachingAllocator::record_event(ThreadCache* tc, EventAction action, std::ui
   e.duration_ns = duration;
   e.cache_hit = hit;
   e.thread = detail::this_thread_number();
+  if (action == EventAction::kAlloc || action == EventAction::kFree || action == EventAction::kOOM)
+    e.site = detail::tls_allocation_context;
   detail::EventRing* ring = tc != nullptr ? tc->ring.load(std::memory_order_acquire) : nullptr;
   // Called with the mutex held when ring is null, so the shared ring is safe.
   if (ring == nullptr) ring = shared_ring_.get();  // under the mutex (see callers)
@@ -261,6 +265,7 @@ void CachingAllocator::record_event_hot_alloc(ThreadCache* tc, Block* b, std::si
   e.stream = b->stream;
   e.cache_hit = true;
   e.thread = tc->thread_number;
+  e.site = b->get_location();
   ring->push(e);
   root_->levels_.note(e);
 }
@@ -279,6 +284,7 @@ void CachingAllocator::record_event_hot_free(ThreadCache* tc, Block* b) noexcept
   const std::uint64_t born = b->alloc_time_ns.load(std::memory_order_relaxed);
   e.duration_ns = born >= recording_since_ns_.load(std::memory_order_relaxed) && e.time_ns > born ? e.time_ns - born : 0;
   e.thread = tc->thread_number;
+  e.site = detail::tls_allocation_context;
   ring->push(e);
   root_->levels_.note(e);
 }

@@ -166,7 +166,9 @@ Command add_replay_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "replay", "Replay an allocation trace (CSV, plain or .gz) through Genesis's allocator and report peak "
                 "reserved vs peak live bytes and ns per event");
-  sub->add_option("trace", args->trace, "Trace file: time_us,action,addr,size,stream (data/traces/README.md); - reads standard input")
+  sub->add_option("trace", args->trace,
+                  "Trace file: time_us,action,addr,size,stream (data/traces/README.md), or a PyTorch memory "
+                  "snapshot (torch.cuda.memory._dump_snapshot; its busiest device); - reads standard input")
       ->required();
   sub->add_option("--capacity", args->capacity,
                   "Simulated device size, e.g. 80GB (default 1 TiB, the most it allows); with --device cuda a cap "

@@ -54,6 +54,8 @@ std::string_view event_action_name(EventAction a) noexcept;
 
 struct MemoryEvent {
   std::uint64_t time_ns = 0;     ///< steady-clock time stamp
+  /// The block's address; for an OOM, the bytes the device still had free
+  /// (upstream mem_info at the failure, PyTorch's device_free).
   std::uintptr_t address = 0;
   std::uint64_t size = 0;        ///< requested bytes (alloc/free/oom) or segment bytes
   std::uint64_t block_size = 0;  ///< rounded block size (alloc/free)
@@ -63,6 +65,12 @@ struct MemoryEvent {
   std::uint32_t thread = 0;      ///< small per-process thread number
   EventAction action = EventAction::kAlloc;
   bool cache_hit = false;        ///< alloc served without a new segment
+  /// The thread's allocation context at the call (ScopedAllocationContext,
+  /// a Python site: "file:line in function" lines, innermost first), for
+  /// alloc, free and oom; null when none was set. Interned: it lives as long
+  /// as the process. Last, so that positional initialisers of the fields
+  /// above keep their meaning.
+  const char* site = nullptr;
 };
 
 inline constexpr int kNumEventActions = 5;

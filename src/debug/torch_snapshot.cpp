@@ -1,0 +1,191 @@
+// PyTorch memory snapshots as traces (genesis/debug/torch_snapshot.h).
+#include "genesis/debug/torch_snapshot.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "genesis/core/error.h"
+
+namespace genesis::debug {
+
+namespace {
+
+using Kind = PickleValue::Kind;
+
+struct EntryReader {
+  const std::string& source;
+  int device;
+  std::size_t index;  // of the entry in its device's trace
+
+  [[noreturn]] void fail(const std::string& what) const {
+    GENESIS_THROW(InvalidArgumentError, source, ": device_traces[", device, "][", index, "]: ", what);
+  }
+  const PickleValue& field(const PickleValue& e, const char* name) const {
+    const PickleValue* v = e.get(name);
+    if (v == nullptr) fail(std::string("no '") + name + "'");
+    return *v;
+  }
+  std::uint64_t unsigned_int(const PickleValue& e, const char* name) const {
+    const PickleValue& v = field(e, name);
+    if (v.kind == Kind::kBool || v.kind != Kind::kInt)
+      fail(std::string("'") + name + "' is a " + v.kind_name() + ", expected an int");
+    if (!v.big && v.integer < 0) fail(std::string("'") + name + "' is negative (" + std::to_string(v.integer) + ")");
+    return static_cast<std::uint64_t>(v.integer);
+  }
+  // Streams are signed in PyTorch (int64 of a cudaStream_t); kept as bits.
+  StreamId stream(const PickleValue& e) const {
+    const PickleValue* v = e.get("stream");
+    if (v == nullptr || v->kind == Kind::kNone) return 0;
+    if (v->kind != Kind::kInt) fail(std::string("'stream' is a ") + v->kind_name() + ", expected an int");
+    return static_cast<StreamId>(v->integer);
+  }
+  // Microseconds; negative, non-finite or missing: none.
+  bool time(const PickleValue& e, std::uint64_t& out) const {
+    const PickleValue* v = e.get("time_us");
+    if (v == nullptr || v->kind == Kind::kNone) return false;
+    if (v->kind == Kind::kInt) {
+      out = v->big ? static_cast<std::uint64_t>(v->integer) : v->integer < 0 ? 0 : static_cast<std::uint64_t>(v->integer);
+      return true;
+    }
+    if (v->kind == Kind::kFloat) {
+      const double d = v->real;
+      out = std::isfinite(d) && d > 0 ? (d >= 1.8e19 ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(d)) : 0;
+      return true;
+    }
+    fail(std::string("'time_us' is a ") + v->kind_name() + ", expected a number");
+  }
+  // frames -> "file:line in name" lines, innermost first; malformed frames
+  // are skipped (a site is a hint for reports, not data the replay needs).
+  std::string site(const PickleValue& e) const {
+    const PickleValue* frames = e.get("frames");
+    if (frames == nullptr || !frames->is_sequence()) return {};
+    std::string out;
+    for (const PickleValue* f : frames->items) {
+      if (!f->is_dict()) continue;
+      const PickleValue* file = f->get("filename");
+      const PickleValue* line = f->get("line");
+      const PickleValue* name = f->get("name");
+      if (file == nullptr || !file->is_string()) continue;
+      if (!out.empty()) out += '\n';
+      out += file->text;
+      out += ':';
+      out += line != nullptr && line->is_int() ? std::to_string(line->integer) : "0";
+      out += " in ";
+      out += name != nullptr && name->is_string() ? name->text : "?";
+    }
+    return out;
+  }
+};
+
+std::string join(const std::vector<int>& v) {
+  std::string out;
+  for (int x : v) out += (out.empty() ? "" : ", ") + std::to_string(x);
+  return out;
+}
+
+}  // namespace
+
+Trace trace_from_torch_snapshot(const PickleValue& snapshot, const std::string& source,
+                                const TorchSnapshotOptions& options) {
+  GENESIS_CHECK(snapshot.is_dict(), source, ": not a memory snapshot (a pickled ", snapshot.kind_name(),
+                ", expected the dict of torch.cuda.memory._snapshot())");
+  const PickleValue* traces = snapshot.get("device_traces");
+  GENESIS_CHECK(traces != nullptr, source, ": the snapshot has no device_traces (record the history first: ",
+                "torch.cuda.memory._record_memory_history() or genesis.cuda.memory._record_memory_history())");
+  GENESIS_CHECK(traces->is_sequence(), source, ": device_traces is a ", traces->kind_name(), ", expected a list");
+  std::vector<int> non_empty;
+  int device = options.device;
+  std::size_t most = 0;
+  for (std::size_t d = 0; d < traces->items.size(); ++d) {
+    const PickleValue* t = traces->items[d];
+    GENESIS_CHECK(t->is_sequence(), source, ": device_traces[", d, "] is a ", t->kind_name(), ", expected a list");
+    if (!t->items.empty()) non_empty.push_back(static_cast<int>(d));
+    if (options.device < 0 && t->items.size() > most) {
+      most = t->items.size();
+      device = static_cast<int>(d);
+    }
+  }
+  GENESIS_CHECK(options.device < 0 || static_cast<std::size_t>(options.device) < traces->items.size(), source,
+                ": no device ", options.device, " in the snapshot (it has ", traces->items.size(), ")");
+  GENESIS_CHECK(device >= 0, source, ": every device trace is empty (was the history recorded while the program ran?)");
+
+  std::string name = source + " (device " + std::to_string(device);
+  if (non_empty.size() > 1) name += " of " + join(non_empty);
+  name += ")";
+  TraceBuilder builder(name);
+  const PickleValue& entries = *traces->items[static_cast<std::size_t>(device)];
+  for (std::size_t i = 0; i < entries.items.size(); ++i) {
+    const EntryReader r{source, device, i};
+    const PickleValue& e = *entries.items[i];
+    if (!e.is_dict()) r.fail(std::string("is a ") + e.kind_name() + ", expected a dict");
+    const PickleValue& action = r.field(e, "action");
+    if (!action.is_string()) r.fail(std::string("'action' is a ") + action.kind_name() + ", expected a str");
+    const std::string& a = action.text;
+    TraceCounts& counts = builder.counts();
+    if (a == "alloc" || a == "free_requested") {
+      const std::uint64_t addr = r.unsigned_int(e, "addr");
+      const std::uint64_t size = r.unsigned_int(e, "size");
+      const StreamId stream = r.stream(e);
+      std::uint64_t t = 0;
+      const bool timed = r.time(e, t);
+      ++counts.lines;
+      if (a == "alloc") {  // TraceBuilder counts allocs and frees
+        const std::string site = r.site(e);
+        if (timed)
+          builder.alloc(addr, size, stream, t, site);
+        else
+          builder.alloc_at_site(addr, size, stream, site);
+      } else {
+        if (timed)
+          builder.free(addr, stream, t);
+        else
+          builder.free(addr, stream);
+      }
+      continue;
+    }
+    ++counts.lines;
+    if (a == "free_completed") ++counts.free_completed;
+    else if (a == "segment_alloc") ++counts.segment_alloc;
+    else if (a == "segment_free") ++counts.segment_free;
+    else if (a == "oom") ++counts.oom;
+    else if (a == "segment_map" || a == "segment_unmap" || a == "snapshot" || a == "annotate") ++counts.other_ignored;
+    else r.fail("unknown action '" + a + "'");
+  }
+  return builder.finish();
+}
+
+Trace read_torch_snapshot(const std::uint8_t* data, std::size_t size, const std::string& source,
+                          const TorchSnapshotOptions& options) {
+  Pickle p = [&] {
+    try {
+      return parse_pickle(data, size);
+    } catch (const InvalidArgumentError& e) {
+      GENESIS_THROW(InvalidArgumentError, source, ": ", e.message());
+    }
+  }();
+  return trace_from_torch_snapshot(p.root(), source, options);
+}
+
+Trace read_torch_snapshot(std::string_view head, const std::function<std::size_t(char*, std::size_t)>& more,
+                          const std::string& source, const TorchSnapshotOptions& options) {
+  constexpr std::size_t kMaxBytes = std::size_t{16} << 30;
+  constexpr std::size_t kStep = std::size_t{1} << 20;
+  std::vector<std::uint8_t> data(head.begin(), head.end());
+  while (true) {
+    GENESIS_CHECK(data.size() <= kMaxBytes, source, ": a memory snapshot larger than 16 GiB is not read");
+    const std::size_t have = data.size();
+    data.resize(have + kStep);
+    const std::size_t got = more(reinterpret_cast<char*>(data.data() + have), kStep);
+    data.resize(have + got);
+    if (got == 0) break;
+  }
+  return read_torch_snapshot(data.data(), data.size(), source, options);
+}
+
+bool looks_like_pickle(const std::uint8_t* data, std::size_t size) noexcept {
+  return size >= 2 && data[0] == 0x80 && data[1] >= 2 && data[1] <= 5;
+}
+
+}  // namespace genesis::debug

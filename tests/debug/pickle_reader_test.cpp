@@ -1,0 +1,305 @@
+// The plain-data pickle reader (genesis/debug/pickle.h): what Python's pickle
+// writes, every opcode it supports, and clear errors (never a crash) for
+// code, truncation, corruption and inputs beyond its limits.
+#include "genesis/debug/pickle.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+
+#include "genesis/core/error.h"
+#include "pickle_test_util.h"
+
+namespace genesis::debug {
+namespace {
+
+using testing_support::PickleWriter;
+using Kind = PickleValue::Kind;
+
+// pickle.dumps(d, protocol=5) by CPython 3.11 of
+//   fr = [{"filename": "train.py", "line": 42, "name": "step"}]
+//   d = {"segments": [], "device_traces": [[
+//          {"action": "alloc", "addr": 0x7f0000000000, "size": 1024, "stream": 0,
+//           "time_us": 1700000000000000, "frames": fr},
+//          {"action": "free_requested", ..., "time_us": 1700000000000010, "frames": fr},
+//          {"action": "free_completed", ..., "time_us": 1700000000000010, "frames": fr}]],
+//        "allocator_settings": {"expandable_segments": False, "garbage_collection_threshold": 0.0},
+//        "pool": (0, 0)}
+// (FRAME, MEMOIZE, BINGET, LONG1, SETITEMS, APPENDS, TUPLE2, ...).
+constexpr char kPython5Bytes[] =
+    "\x80\x05\x95\x89\x01\x00\x00\x00\x00\x00\x00\x7d\x94\x28\x8c\x08\x73\x65\x67\x6d\x65\x6e\x74\x73"
+    "\x94\x5d\x94\x8c\x0d\x64\x65\x76\x69\x63\x65\x5f\x74\x72\x61\x63\x65\x73\x94\x5d\x94\x5d\x94\x28"
+    "\x7d\x94\x28\x8c\x06\x61\x63\x74\x69\x6f\x6e\x94\x8c\x05\x61\x6c\x6c\x6f\x63\x94\x8c\x04\x61\x64"
+    "\x64\x72\x94\x8a\x06\x00\x00\x00\x00\x00\x7f\x8c\x04\x73\x69\x7a\x65\x94\x4d\x00\x04\x8c\x06\x73"
+    "\x74\x72\x65\x61\x6d\x94\x4b\x00\x8c\x07\x74\x69\x6d\x65\x5f\x75\x73\x94\x8a\x07\x00\x40\x1e\x18"
+    "\x24\x0a\x06\x8c\x06\x66\x72\x61\x6d\x65\x73\x94\x5d\x94\x7d\x94\x28\x8c\x08\x66\x69\x6c\x65\x6e"
+    "\x61\x6d\x65\x94\x8c\x08\x74\x72\x61\x69\x6e\x2e\x70\x79\x94\x8c\x04\x6c\x69\x6e\x65\x94\x4b\x2a"
+    "\x8c\x04\x6e\x61\x6d\x65\x94\x8c\x04\x73\x74\x65\x70\x94\x75\x61\x75\x7d\x94\x28\x68\x07\x8c\x0e"
+    "\x66\x72\x65\x65\x5f\x72\x65\x71\x75\x65\x73\x74\x65\x64\x94\x68\x09\x8a\x06\x00\x00\x00\x00\x00"
+    "\x7f\x68\x0a\x4d\x00\x04\x68\x0b\x4b\x00\x68\x0c\x8a\x07\x0a\x40\x1e\x18\x24\x0a\x06\x68\x0d\x68"
+    "\x0e\x75\x7d\x94\x28\x68\x07\x8c\x0e\x66\x72\x65\x65\x5f\x63\x6f\x6d\x70\x6c\x65\x74\x65\x64\x94"
+    "\x68\x09\x8a\x06\x00\x00\x00\x00\x00\x7f\x68\x0a\x4d\x00\x04\x68\x0b\x4b\x00\x68\x0c\x8a\x07\x0a"
+    "\x40\x1e\x18\x24\x0a\x06\x68\x0d\x68\x0e\x75\x65\x61\x8c\x12\x61\x6c\x6c\x6f\x63\x61\x74\x6f\x72"
+    "\x5f\x73\x65\x74\x74\x69\x6e\x67\x73\x94\x7d\x94\x28\x8c\x13\x65\x78\x70\x61\x6e\x64\x61\x62\x6c"
+    "\x65\x5f\x73\x65\x67\x6d\x65\x6e\x74\x73\x94\x89\x8c\x1c\x67\x61\x72\x62\x61\x67\x65\x5f\x63\x6f"
+    "\x6c\x6c\x65\x63\x74\x69\x6f\x6e\x5f\x74\x68\x72\x65\x73\x68\x6f\x6c\x64\x94\x47\x00\x00\x00\x00"
+    "\x00\x00\x00\x00\x75\x8c\x04\x70\x6f\x6f\x6c\x94\x4b\x00\x4b\x00\x86\x94\x75\x2e";
+const std::string kPython5(kPython5Bytes, sizeof(kPython5Bytes) - 1);  // NULs inside
+
+// The bytes of a string literal, NULs included.
+template <std::size_t N>
+std::string B(const char (&s)[N]) {
+  return std::string(s, N - 1);
+}
+
+Pickle parse(const std::string& bytes, const PickleLimits& limits = {}) {
+  return parse_pickle(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(), limits);
+}
+
+std::string error_of(const std::string& bytes, const PickleLimits& limits = {}) {
+  try {
+    parse(bytes, limits);
+  } catch (const InvalidArgumentError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PickleReader, ReadsWhatPythonWrites) {
+  const Pickle p = parse(kPython5);
+  EXPECT_EQ(p.protocol(), 5);
+  const PickleValue& root = p.root();
+  ASSERT_TRUE(root.is_dict());
+  const PickleValue* traces = root.get("device_traces");
+  ASSERT_NE(traces, nullptr);
+  ASSERT_EQ(traces->kind, Kind::kList);
+  ASSERT_EQ(traces->items.size(), 1u);
+  const PickleValue& dev0 = *traces->items[0];
+  ASSERT_EQ(dev0.items.size(), 3u);
+  const PickleValue& alloc = *dev0.items[0];
+  EXPECT_EQ(alloc.get("action")->text, "alloc");
+  EXPECT_EQ(alloc.get("addr")->integer, 0x7f0000000000);
+  EXPECT_FALSE(alloc.get("addr")->big);
+  EXPECT_EQ(alloc.get("size")->integer, 1024);
+  EXPECT_EQ(alloc.get("time_us")->integer, 1700000000000000);
+  // The memo shares objects as Python does: one frames list for all three.
+  EXPECT_EQ(alloc.get("frames"), dev0.items[1]->get("frames"));
+  EXPECT_EQ(alloc.get("frames"), dev0.items[2]->get("frames"));
+  const PickleValue& frame = *alloc.get("frames")->items.at(0);
+  EXPECT_EQ(frame.get("filename")->text, "train.py");
+  EXPECT_EQ(frame.get("line")->integer, 42);
+  const PickleValue* settings = root.get("allocator_settings");
+  ASSERT_NE(settings, nullptr);
+  EXPECT_EQ(settings->get("expandable_segments")->kind, Kind::kBool);
+  EXPECT_FALSE(settings->get("expandable_segments")->boolean);
+  EXPECT_EQ(settings->get("garbage_collection_threshold")->kind, Kind::kFloat);
+  const PickleValue* pool = root.get("pool");
+  ASSERT_EQ(pool->kind, Kind::kTuple);
+  ASSERT_EQ(pool->items.size(), 2u);
+  EXPECT_EQ(root.get("segments")->items.size(), 0u);
+  EXPECT_EQ(root.get("missing"), nullptr);
+  EXPECT_EQ(alloc.get("addr")->get("x"), nullptr);  // get() of a non-dict
+}
+
+TEST(PickleReader, EveryValueForm) {
+  PickleWriter w(4);
+  w.empty_list().mark();
+  w.none().boolean(true).boolean(false);
+  w.integer(0).integer(255).integer(65535).integer(-1).integer(INT32_MIN).integer(std::int64_t{1} << 40);
+  w.long1("").long1("\xff").long1(B("\x00\x00\x00\x00\x00\x00\x00\x80"));  // 0, -1, INT64_MIN
+  w.long1(B("\xff\xff\xff\xff\xff\xff\xff\xff\x00"));                     // 2^64 - 1
+  w.real(-2.5).str("héllo").op('X').le(3, 4).raw("abc");
+  w.op(0x8d).le(2, 8).raw("xy");                   // BINUNICODE8
+  w.op('C').byte(2).raw(B("\x00\x01"));               // SHORT_BINBYTES
+  w.op('B').le(1, 4).raw("z").op(0x8e).le(0, 8);   // BINBYTES, BINBYTES8
+  w.op(')').integer(1).op(0x85).integer(1).integer(2).op(0x86).integer(1).integer(2).integer(3).op(0x87);
+  w.mark().integer(7).integer(8).op('t');          // TUPLE
+  w.mark().integer(7).op('l');                     // LIST
+  w.mark().str("k").integer(1).op('d');            // DICT
+  w.appends().stop();
+  const Pickle p = parse(w.bytes());
+  const auto& v = p.root().items;
+  ASSERT_EQ(v.size(), 27u);
+  EXPECT_EQ(v[0]->kind, Kind::kNone);
+  EXPECT_TRUE(v[1]->boolean);
+  EXPECT_FALSE(v[2]->boolean);
+  const std::int64_t ints[] = {0, 255, 65535, -1, INT32_MIN, std::int64_t{1} << 40, 0, -1, INT64_MIN};
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_EQ(v[3 + i]->kind, Kind::kInt) << i;
+    EXPECT_EQ(v[3 + i]->integer, ints[i]) << i;
+    EXPECT_FALSE(v[3 + i]->big) << i;
+  }
+  EXPECT_TRUE(v[12]->big);
+  EXPECT_EQ(static_cast<std::uint64_t>(v[12]->integer), std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(v[13]->real, -2.5);
+  EXPECT_EQ(v[14]->text, "héllo");
+  EXPECT_EQ(v[15]->text, "abc");
+  EXPECT_EQ(v[16]->text, "xy");
+  EXPECT_EQ(v[17]->kind, Kind::kBytes);
+  EXPECT_EQ(v[17]->text, B("\x00\x01"));
+  EXPECT_EQ(v[18]->text, "z");
+  EXPECT_EQ(v[19]->text, "");
+  EXPECT_EQ(v[20]->kind, Kind::kTuple);
+  EXPECT_EQ(v[20]->items.size(), 0u);
+  EXPECT_EQ(v[21]->items.size(), 1u);
+  EXPECT_EQ(v[22]->items.size(), 2u);
+  EXPECT_EQ(v[23]->items.size(), 3u);
+  EXPECT_EQ(v[24]->kind, Kind::kTuple);
+  EXPECT_EQ(v[24]->items.size(), 2u);
+  EXPECT_EQ(v[25]->kind, Kind::kList);
+  EXPECT_EQ(v[25]->items.at(0)->integer, 7);
+  ASSERT_TRUE(v[26]->is_dict());
+  EXPECT_EQ(v[26]->get("k")->integer, 1);
+}
+
+TEST(PickleReader, StackOpcodesAndTheMemo) {
+  PickleWriter w(2);
+  // [a, a, 5] with a = "shared" stored at LONG_BINPUT 70000 and read back;
+  // POP, POP_MARK and DUP on the way.
+  w.empty_list().mark();
+  w.str("shared").op('r').le(70000, 4);
+  w.op('j').le(70000, 4);
+  w.integer(9).op('0');                         // POP
+  w.mark().integer(1).integer(2).op('1');       // POP_MARK
+  w.integer(5).op('2').op('0');                 // DUP, POP
+  w.appends().stop();
+  const Pickle p = parse(w.bytes());
+  const auto& v = p.root().items;
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0], v[1]);
+  EXPECT_EQ(v[0]->text, "shared");
+  EXPECT_EQ(v[2]->integer, 5);
+}
+
+TEST(PickleReader, AListInsideItselfIsACycleNotARecursion) {
+  PickleWriter w(2);
+  w.empty_list().op('q').byte(0).op('h').byte(0).op('a').stop();  // l = []; l.append(l)
+  const Pickle p = parse(w.bytes());
+  ASSERT_EQ(p.root().items.size(), 1u);
+  EXPECT_EQ(p.root().items[0], &p.root());
+}
+
+TEST(PickleReader, CodeIsRefusedByName) {
+  struct Case {
+    std::string bytes;
+    const char* name;
+    const char* at;
+  } cases[] = {
+      {B("\x80\x02" "cos\nsystem\n"), "GLOBAL", "at byte 2 "},
+      {B("\x80\x04\x8c\x02os\x8c\x06system\x93"), "STACK_GLOBAL", "at byte 14 "},
+      {B("\x80\x02N)R"), "REDUCE", "at byte 4 "},
+      {B("\x80\x02}}b"), "BUILD", "at byte 4 "},
+      {B("\x80\x02)\x81"), "NEWOBJ", "at byte 3 "},
+      {B("\x80\x02K\x01Q"), "BINPERSID", "at byte 4 "},
+      {B("\x80\x04\x8f"), "EMPTY_SET", "at byte 2 "},
+      {B("\x80\x02I1\n."), "INT (text)", "at byte 2 "},
+      {B("\x80\x02U\x01" "a."), "SHORT_BINSTRING", "at byte 2 "},
+  };
+  for (const Case& c : cases) {
+    const std::string e = error_of(c.bytes);
+    EXPECT_NE(e.find(std::string("opcode ") + c.name + " is refused"), std::string::npos) << e;
+    EXPECT_NE(e.find("only plain data"), std::string::npos) << e;
+    EXPECT_NE(e.find(c.at), std::string::npos) << e;
+  }
+}
+
+TEST(PickleReader, MalformedInputsAreClearErrors) {
+  struct Case {
+    std::string bytes;
+    const char* says;
+  } cases[] = {
+      {"", "truncated"},
+      {B("\x80\x06N."), "protocol 6"},
+      {B("\x80\x01N."), "protocol 1"},
+      {B("\x80\x02\xff"), "unknown opcode 0xff"},
+      {B("\x80\x02N"), "truncated"},
+      {B("\x80\x02NN."), "2 objects on the stack"},
+      {B("\x80\x02."), "0 objects on the stack"},
+      {B("\x80\x02(N."), "unfinished MARK"},
+      {B("\x80\x02" "a"), "too few objects"},
+      {B("\x80\x02Na"), "too few objects"},
+      {B("\x80\x02NNa"), "APPEND to a None"},
+      {B("\x80\x02}(Nu"), "key and no value"},
+      {B("\x80\x02](NNu"), "SETITEMS to a list"},
+      {B("\x80\x02}(Ne"), "APPENDS to a dict"},
+      {B("\x80\x02(Ne"), "without a list"},
+      {B("\x80\x02" "e"), "needs a MARK"},
+      {B("\x80\x02h\x05"), "memo entry 5 is used before"},
+      {B("\x80\x02q\x00"), "too few objects"},
+      {B("\x80\x02X\xff\xff\xff\x7f" "ab"), "runs past the end"},
+      {B("\x80\x04\x95\xff\xff\xff\xff\x00\x00\x00\x00N."), "frame of"},
+      {B("\x80\x02\x8a\x0a" "0123456789."), "too large"},
+      {B("\x80\x02\x8b\x20\x00\x00\x00"), "too large"},
+      {B("\x80\x02\x8a\x09\xff\xff\xff\xff\xff\xff\xff\xff\x01."), "too large"},
+      {B("\x80\x02(NNNd"), "DICT with a key and no value"},
+  };
+  for (const Case& c : cases) {
+    const std::string e = error_of(c.bytes);
+    EXPECT_NE(e.find(c.says), std::string::npos) << "input of " << c.bytes.size() << " bytes -> '" << e << "'";
+    EXPECT_NE(e.find("pickle: "), std::string::npos) << e;
+  }
+}
+
+TEST(PickleReader, EveryTruncationIsAnErrorAndTrailingBytesAreIgnored) {
+  for (std::size_t n = 0; n < kPython5.size(); ++n) {
+    const std::string e = error_of(kPython5.substr(0, n));
+    EXPECT_FALSE(e.empty()) << "prefix of " << n << " bytes parsed";
+  }
+  EXPECT_NO_THROW(parse(kPython5 + "garbage after STOP"));
+}
+
+TEST(PickleReader, CorruptionNeverCrashes) {
+  // Random byte changes: each input either parses or is an
+  // InvalidArgumentError (any other exception fails the test; a crash or
+  // hang fails it harder). Run under ASan in CI.
+  std::mt19937 rng(1234);
+  int parsed = 0, refused = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string b = kPython5;
+    const int changes = 1 + static_cast<int>(rng() % 4);
+    for (int k = 0; k < changes; ++k) b[rng() % b.size()] = static_cast<char>(rng() & 0xff);
+    if (rng() % 5 == 0) b.resize(rng() % b.size());
+    try {
+      parse(b);
+      ++parsed;
+    } catch (const InvalidArgumentError&) {
+      ++refused;
+    }
+  }
+  EXPECT_EQ(parsed + refused, 3000);
+  EXPECT_GT(refused, 0);
+}
+
+TEST(PickleReader, LimitsBoundWhatAPickleMayBuild) {
+  PickleLimits small;
+  small.max_objects = 10;
+  EXPECT_NE(error_of(kPython5, small).find("max_objects"), std::string::npos);
+
+  PickleWriter deep(2);
+  for (int i = 0; i < 5000; ++i) deep.mark();
+  EXPECT_NE(error_of(deep.bytes()).find("nested MARKs"), std::string::npos);
+
+  PickleLimits few;
+  few.max_stack = 3;
+  PickleWriter wide(2);
+  for (int i = 0; i < 10; ++i) wide.none();
+  EXPECT_NE(error_of(wide.bytes(), few).find("max_stack"), std::string::npos);
+
+  PickleLimits memo;
+  memo.max_memo = 2;
+  PickleWriter puts(2);
+  puts.empty_list();
+  for (int i = 0; i < 5; ++i) puts.op('q').byte(static_cast<std::uint8_t>(i));
+  puts.stop();
+  EXPECT_NE(error_of(puts.bytes(), memo).find("max_memo"), std::string::npos);
+}
+
+TEST(PickleReader, NullWithZeroSizeIsAnErrorNotACrash) {
+  EXPECT_THROW(parse_pickle(nullptr, 0), InvalidArgumentError);
+}
+
+}  // namespace
+}  // namespace genesis::debug
