@@ -27,17 +27,21 @@ class SimulatedAllocator(AllocatorView):
     """A caching allocator over a simulated GPU of ``capacity`` bytes (int
     or '80GB', at most 1 TiB). ``expandable``: None (default: on, as for
     the simulated device), True or False. ``thread_cache``: the per-thread
-    hot-path cache. Profiling and leak checks include it while it lives."""
+    hot-path cache. ``conf``: allocator options as GENESIS_ALLOC_CONF text
+    ("thread_cache_small_count:8,record_events:True"), applied before the two
+    arguments above. Profiling and leak checks include it while it lives."""
 
     __slots__ = ("_sim", "_a", "label", "__weakref__")
 
-    def __init__(self, capacity, *, index=0, expandable=None, thread_cache=True):
+    def __init__(self, capacity, *, index=0, expandable=None, thread_cache=True, conf=""):
         if expandable is not None and not isinstance(expandable, bool):
             raise TypeError("expandable must be None, True or False")
         if not isinstance(thread_cache, bool):
             raise TypeError("thread_cache must be True or False")
+        if not isinstance(conf, str):
+            raise TypeError(f"conf must be a str like 'expandable_segments:True', got {type(conf).__name__}")
         index = to_count(index, "index", maximum=15)
-        self._sim = _C.SimulatedAllocator(to_bytes(capacity, "capacity"), index, expandable, thread_cache)
+        self._sim = _C.SimulatedAllocator(to_bytes(capacity, "capacity"), index, expandable, thread_cache, conf)
         self._a = self._sim.allocator
         self.label = register_simulated(self, f"sim:{index}")
 
@@ -89,6 +93,10 @@ class SimulatedAllocator(AllocatorView):
     def complete_all(self):
         """Completes the work of every simulated stream."""
         self._sim.complete_all()
+
+    def pending_work(self, stream):
+        """Work units submitted to ``stream`` and not yet completed."""
+        return self._sim.pending_work(to_stream(stream))
 
     def fail_next_allocations(self, n):
         """The device refuses its next ``n`` segment requests."""

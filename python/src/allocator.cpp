@@ -78,6 +78,9 @@ void bind_event(py::module_& m) {
       .def_readonly("duration_ns", &MemoryEvent::duration_ns)
       .def_readonly("thread", &MemoryEvent::thread)
       .def_readonly("cache_hit", &MemoryEvent::cache_hit)
+      .def_property_readonly(
+          "site", [](const MemoryEvent& e) { return e.site != nullptr ? std::string(e.site) : std::string(); },
+          "The allocation context at the call (\"file:line in function\" lines, innermost first; \"\" if none).")
       .def_property_readonly("action",
                              [](const MemoryEvent& e) { return std::string(memory::event_action_name(e.action)); })
       .def("__repr__", [](const MemoryEvent& e) {

@@ -35,6 +35,12 @@ void bind_cuda_stream(py::module_& m);
 /// genesis._C.SimulatedAllocator: a CachingAllocator over a SimulatedDevice,
 /// so CI tests the allocator through Python without a GPU.
 void bind_simulated(py::module_& m);
+/// The allocator configuration text: parse_alloc_conf, alloc_conf_keys,
+/// configure_cuda_allocators (alloc_conf.cpp).
+void bind_alloc_conf(py::module_& m);
+/// The table behind libgenesis_torch_allocator.so and its test hooks
+/// (torch_backend.cpp).
+void bind_torch_backend(py::module_& m);
 
 // --- storages (SPEC S): storage_object.h holds the shared pieces ---
 /// genesis.Storage and create_storage.

@@ -57,6 +57,40 @@ py::dict stats_to_dict(const memory::MemoryStats& s) {
       {"inactive_split", &s.inactive_split_count},
   };
   static const char* pools[memory::kNumStatTypes] = {"all", "small_pool", "large_pool"};
+  // Note [PyTorch's statistic names]: dashboards written for
+  // torch.cuda.memory_stats() read Genesis too. The per-pool arrays above
+  // already use PyTorch's names where the concept is the same (allocated,
+  // requested, reserved, active and inactive-split bytes; allocation,
+  // segment and inactive_split counts); these add the rest PyTorch reports:
+  //   active.*            active blocks: Genesis counts live allocations; a
+  //                       block freed while another stream still uses it is
+  //                       in active_bytes but not in this count
+  //   num_alloc_retries   upstream refusals that led to freeing the cache and
+  //                       retrying (num_upstream_failures)
+  //   num_device_alloc/free  segments (or expandable pages) taken from and
+  //                       given back to the driver
+  //   num_sync_all_streams  releases of the cache, each of which first waits
+  //                       for the work recorded on other streams (PyTorch
+  //                       counts the same waits in empty_cache and OOM retry)
+  //   max_split_size      -1: Genesis splits blocks of any size (PyTorch's
+  //                       default, which it also reports as -1)
+  //   oversize_*          0: nothing is oversize without a split limit
+  d["num_alloc_retries"] = s.num_upstream_failures;
+  d["num_device_alloc"] = s.num_upstream_allocs;
+  d["num_device_free"] = s.num_upstream_frees;
+  d["num_sync_all_streams"] = s.num_cache_flushes;
+  d["max_split_size"] = -1;
+  for (const char* name : {"oversize_allocations", "oversize_segments"})
+    for (const char* field : {"current", "peak", "allocated", "freed"})
+      d[py::str(std::string(name) + "." + field)] = 0;
+  for (int p = 0; p < memory::kNumStatTypes; ++p) {
+    const memory::Stat& st = s.allocation_count[p];
+    const std::string base = std::string("active.") + pools[p] + ".";
+    d[py::str(base + "current")] = st.current;
+    d[py::str(base + "peak")] = st.peak;
+    d[py::str(base + "allocated")] = st.allocated;
+    d[py::str(base + "freed")] = st.freed;
+  }
   for (const Named& n : arrays) {
     for (int p = 0; p < memory::kNumStatTypes; ++p) {
       const memory::Stat& st = (*n.stat)[p];

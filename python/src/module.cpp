@@ -15,6 +15,8 @@ PYBIND11_MODULE(_C, m) {
   genesis::python::bind_cuda_runtime(m);
   genesis::python::bind_cuda_stream(m);
   genesis::python::bind_simulated(m);
+  genesis::python::bind_alloc_conf(m);
+  genesis::python::bind_torch_backend(m);
   genesis::python::bind_storage(m);
   genesis::python::bind_storage_view(m);
   genesis::python::bind_shared_storage(m);

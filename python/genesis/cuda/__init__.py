@@ -10,6 +10,8 @@ Memory: memory_allocated(), memory_cached(), memory_reserved(),
 max_memory_allocated(), max_memory_cached(), memory_stats(), memory_summary(),
 memory_snapshot(), empty_cache(), set_memory_fraction(), set_cache_size(), ...
 Storages: ipc_shareable_storage() (CUDA IPC; see genesis.Storage.share_ipc).
+Snapshots in PyTorch's format: genesis.cuda.memory._record_memory_history(),
+_snapshot(), _dump_snapshot() (for torch.cuda._memory_viz).
 """
 
 from ._memory import (empty_cache, max_memory_allocated, max_memory_cached, max_memory_reserved,
@@ -21,6 +23,7 @@ from ._runtime import (can_device_access_peer, current_device, device, device_co
                        set_sync_index_checks, sync_index_checks, synchronize)
 from ._storage import ipc_shareable_storage
 from ._streams import Event, Stream, current_stream, default_stream, set_stream, stream
+from . import memory  # noqa: E402  (genesis.cuda.memory._snapshot(), PyTorch's snapshot format)
 
 __all__ = [
     "is_available", "device_count", "current_device", "set_device", "synchronize", "mem_get_info",
@@ -29,5 +32,5 @@ __all__ = [
     "memory_allocated", "memory_cached", "memory_reserved", "max_memory_allocated",
     "max_memory_cached", "max_memory_reserved", "memory_stats", "memory_summary",
     "memory_snapshot", "empty_cache", "reset_memory_stats", "reset_peak_memory_stats",
-    "set_memory_fraction", "set_cache_size", "ipc_shareable_storage",
+    "set_memory_fraction", "set_cache_size", "ipc_shareable_storage", "memory",
 ]

@@ -1,0 +1,95 @@
+"""Allocator options as text (GENESIS_ALLOC_CONF) and as keyword arguments:
+one parser (genesis/memory/alloc_conf.h) for every front end. The
+environment is read once per process, so those tests run in fresh ones."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from genesis import _C, _alloc_conf
+from genesis.testing import SimulatedAllocator
+
+MiB = 1 << 20
+
+
+def run(code, **env):
+    e = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), **env)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=e,
+                          timeout=60)
+
+
+def test_text_and_keywords_give_the_same_options():
+    text = _alloc_conf.conf_text(expandable_segments=True, memory_fraction=0.5, cache_size="2GB",
+                                 thread_cache=False, arenas=2)
+    assert text == "expandable_segments:True,memory_fraction:0.5,cache_size:2GB,thread_cache:False,arenas:2"
+    d = _alloc_conf.parse(text)
+    assert d["expandable_segments"] is True and d["memory_fraction"] == 0.5
+    assert d["cache_size"] == 2_000_000_000 and d["thread_cache"] is False and d["arenas"] == 2
+    assert _alloc_conf.parse(_alloc_conf.conf_text(cache_size=None))["cache_size"] is None
+    assert _alloc_conf.parse("")["expandable_segments"] == "auto"
+    assert _C.format_alloc_conf(" thread_cache : 0 ,") == "thread_cache:False"
+
+
+@pytest.mark.parametrize("kwargs, says", [
+    (dict(colour="blue"), "unknown option 'colour'"),
+    (dict(thread_cache="maybe"), "bad value 'maybe' for thread_cache"),
+    (dict(memory_fraction=1.5), "(0, 1]"),
+    (dict(arenas=99), "from 0 to 8"),
+    (dict(cache_size="lots"), "2GB, 512MiB"),
+    (dict(cache_size="1GB,thread_cache:0"), "must not contain"),
+    (dict(expandable_segments=None), "None is only allowed for cache_size"),
+])
+def test_bad_keywords_name_the_key(kwargs, says):
+    with pytest.raises((ValueError, TypeError)) as e:
+        _alloc_conf.conf_text(source="test", **kwargs)
+    assert says in str(e.value)
+    if "unknown" in says:
+        for k in _alloc_conf.keys():
+            assert k in str(e.value)
+
+
+def test_pytorch_only_options_are_named():
+    with pytest.raises(ValueError, match="'max_split_size_mb' is an option of PyTorch's allocator"):
+        _C.parse_alloc_conf("expandable_segments:True,max_split_size_mb:128", "GENESIS_ALLOC_CONF")
+
+
+def test_a_simulated_allocator_takes_the_text():
+    sim = SimulatedAllocator(256 * MiB, conf="expandable_segments:False,memory_fraction:0.5,cache_size:8MiB")
+    assert sim._allocator().expandable_segments is False
+    s = sim.memory_stats()
+    assert s["memory_limit"] == 128 * MiB and s["cache_limit"] == 8 * MiB
+    with pytest.raises(ValueError, match="SimulatedAllocator"):
+        SimulatedAllocator(MiB, conf="expandable:1")
+
+
+def test_the_environment_configures_gpu_allocators_and_front_ends_add_to_it():
+    p = run("""
+        from genesis import _C
+        print("ENV", _C.cuda_alloc_conf())
+        _C.configure_cuda_allocators("memory_fraction:0.75", "test")
+        print("NOW", _C.cuda_alloc_conf())
+    """, GENESIS_ALLOC_CONF="expandable_segments:True, thread_cache_small_count:16")
+    assert p.returncode == 0, p.stderr
+    assert "ENV expandable_segments:True,thread_cache_small_count:16" in p.stdout
+    assert "NOW expandable_segments:True,memory_fraction:0.75,thread_cache_small_count:16" in p.stdout
+
+
+def test_a_malformed_environment_is_a_clear_error_at_first_use():
+    p = run("""
+        import genesis
+        from genesis import _C
+        try:
+            _C.cuda_alloc_conf()
+        except ValueError as e:
+            print("ERR", e)
+        try:
+            _C.cuda_alloc_conf()   # still wrong: reported again, not forgotten
+        except ValueError as e:
+            print("ERR2", e)
+    """, GENESIS_ALLOC_CONF="expandable_segments:yes")
+    assert p.returncode == 0, p.stderr
+    assert "ERR GENESIS_ALLOC_CONF: bad value 'yes' for expandable_segments" in p.stdout
+    assert "ERR2 GENESIS_ALLOC_CONF" in p.stdout

@@ -1,0 +1,304 @@
+"""Genesis as PyTorch's CUDA allocator, on a GPU with PyTorch (and CuPy when
+present). Skipped cleanly without torch or a GPU.
+
+Swapping PyTorch's allocator is once per process and must precede CUDA's
+initialisation, so every scenario runs in a fresh interpreter (a small
+script below) and reports with asserts and a final "OK".
+"""
+
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+
+def _gpu_torch():
+    if importlib.util.find_spec("torch") is None:
+        return "PyTorch is not installed"
+    import torch
+
+    if not torch.cuda.is_available():
+        return "PyTorch sees no CUDA GPU"
+    import genesis
+
+    if not genesis.cuda.is_available():
+        return "Genesis was built without CUDA or sees no GPU"
+    return None
+
+
+WHY = _gpu_torch()
+pytestmark = pytest.mark.skipif(WHY is not None, reason=f"needs PyTorch and a CUDA GPU: {WHY}")
+
+PRELUDE = """
+import ctypes, gc, os, sys
+import torch
+import genesis
+import genesis.torch as gt
+"""
+
+
+def run(body, env=None, timeout=180):
+    code = PRELUDE + textwrap.dedent(body) + "\nprint('OK')\n"
+    e = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), **(env or {}))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=timeout)
+    assert p.returncode == 0 and p.stdout.rstrip().endswith("OK"), f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}"
+    return p
+
+
+def test_tensors_and_a_training_step_run_on_genesis():
+    run("""
+        a = gt.use_genesis_allocator(expandable_segments=False)
+        assert gt.is_active() and a.record_stream_forwarded
+        torch.manual_seed(0)
+        x = torch.randn(512, 256, device="cuda")
+        w = torch.randn(256, 128, device="cuda")
+        ref = (x.cpu() @ w.cpu())
+        assert torch.allclose((x @ w).cpu(), ref, atol=1e-3)
+        s = gt.memory_stats()
+        assert s["allocated_bytes.all.current"] >= 512 * 256 * 4 + 256 * 128 * 4
+        assert s["allocated_bytes.all.current"] == genesis.cuda.memory_stats(0)["allocated_bytes"]
+        model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 10)).cuda()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        y = torch.randint(0, 10, (512,), device="cuda")
+        losses = []
+        for _ in range(20):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert losses[-1] < losses[0], losses
+        peak = gt.max_memory_allocated()
+        assert peak >= gt.memory_allocated() > 0
+        del x, w, model, opt, loss
+        gc.collect()
+        before = gt.memory_reserved()
+        torch.cuda.empty_cache()           # PyTorch's call reaches Genesis
+        assert gt.memory_reserved() < before
+        try:
+            torch.cuda.memory_stats()
+        except RuntimeError as e:          # PyTorch has no statistics of a pluggable allocator
+            assert "getDeviceStats" in str(e) or "not yet support" in str(e), e
+    """)
+
+
+def test_record_stream_keeps_a_block_from_being_reused_early():
+    run("""
+        gt.use_genesis_allocator()
+        n = 1 << 22
+        side = torch.cuda.Stream()
+        x = torch.full((n,), 3.0, device="cuda")
+        torch.cuda.synchronize()
+        ptr = x.data_ptr()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(200_000_000)   # the side stream is busy...
+            z = x * 2                         # ...then reads x
+        x.record_stream(side)
+        del x
+        y = torch.empty(n, device="cuda")     # same size, same stream as x
+        assert y.data_ptr() != ptr, "x's block was handed out while the side stream still used it"
+        y.fill_(7.0)
+        torch.cuda.synchronize()
+        assert bool((z == 6.0).all()), z[:4]
+        # Without cross-stream use a block is reused on its stream at once.
+        t = torch.empty(n, device="cuda"); p = t.data_ptr(); del t
+        assert torch.empty(n, device="cuda").data_ptr() == p
+    """)
+
+
+def test_out_of_memory_carries_genesis_explanation():
+    run("""
+        gt.use_genesis_allocator(memory_fraction=0.05)
+        total = torch.cuda.get_device_properties(0).total_memory
+        try:
+            torch.empty(int(total * 0.1), dtype=torch.uint8, device="cuda")
+            raise SystemExit("no OOM")
+        except RuntimeError as e:
+            msg = str(e)
+            assert msg.startswith("CUDA out of memory. Tried to allocate"), msg
+            assert "Genesis allocator" in msg and "memory fraction" in msg, msg
+            assert gt.is_genesis_oom(e)
+        try:
+            with gt.oom_as_torch_error():
+                torch.empty(int(total * 0.1), dtype=torch.uint8, device="cuda")
+            raise SystemExit("no OOM")
+        except torch.OutOfMemoryError as e:
+            assert "Genesis allocator" in str(e)
+        assert gt.memory_stats()["num_ooms"] == 2
+        x = torch.ones(1 << 20, device="cuda")   # still usable
+        assert float(x.sum()) == float(1 << 20)
+    """)
+
+
+def test_frees_genesis_cannot_do_are_reported_not_fatal():
+    p = run("""
+        gt.use_genesis_allocator()
+        x = torch.ones(10, device="cuda")
+        try:
+            torch.cuda.caching_allocator_delete(0x1234)   # PyTorch's own check comes first
+        except RuntimeError as e:
+            assert "not allocated here" in str(e), e
+        from genesis.torch import _library
+        lib = _library.load().lib
+        lib.genesis_torch_free.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+        lib.genesis_torch_free(0x1234, 16, 0, None)
+        assert genesis._C._torch_bad_frees() == 1
+        assert float((x + 1).sum()) == 20.0
+    """)
+    assert "which Genesis cannot free" in p.stderr
+
+
+def test_a_late_switch_is_a_clear_error():
+    for first in ("torch.ones(1, device='cuda')", "torch.cuda.current_device()"):
+        run(f"""
+            {first}
+            try:
+                gt.use_genesis_allocator()
+                raise SystemExit("switched late")
+            except RuntimeError as e:
+                assert "before PyTorch initialises CUDA" in str(e) and "mem_pool" in str(e), e
+            assert not gt.is_active()
+        """)
+
+
+def test_no_gpu_for_pytorch_is_a_clear_error():
+    run("""
+        try:
+            gt.use_genesis_allocator()
+            raise SystemExit("no error")
+        except RuntimeError as e:
+            assert "PyTorch sees no CUDA device" in str(e), e
+    """, env={"CUDA_VISIBLE_DEVICES": ""})
+
+
+def test_options_reach_the_allocators_and_bad_ones_are_refused_first():
+    run("""
+        try:
+            gt.use_genesis_allocator(max_split_size_mb=128)
+            raise SystemExit("accepted")
+        except ValueError as e:
+            assert "max_split_size_mb" in str(e) and "expandable_segments" in str(e), e
+        assert not gt.is_active() and not torch.cuda.is_initialized()
+        gt.use_genesis_allocator(expandable_segments=True, cache_size="1GB", thread_cache_small_count=64)
+        x = torch.ones(1 << 24, device="cuda")
+        a = genesis._C.cuda_allocator(0)
+        assert a.expandable_segments
+        assert gt.memory_stats()["cache_limit"] == 1_000_000_000
+        gt.use_genesis_allocator(memory_fraction=0.5)       # can change while it lives
+        assert gt.memory_stats()["memory_limit"] > 0
+        try:
+            gt.use_genesis_allocator(expandable_segments=False)   # cannot
+            raise SystemExit("accepted")
+        except ValueError as e:
+            assert "cannot change while it lives" in str(e), e
+        torch.cuda.set_per_process_memory_fraction(0.25)   # PyTorch's call reaches Genesis
+        total = torch.cuda.get_device_properties(0).total_memory
+        assert abs(gt.memory_stats()["memory_limit"] - 0.25 * total) < total * 0.01
+    """)
+
+
+def test_mem_pool_beside_pytorch_allocator():
+    run("""
+        pool = gt.mem_pool()
+        with gt.use_mem_pool(pool):
+            x = torch.arange(1 << 20, device="cuda", dtype=torch.float32)
+        y = torch.ones(1 << 20, device="cuda")           # PyTorch's own allocator
+        assert float(x[-1]) == float((1 << 20) - 1)
+        g = genesis.cuda.memory_stats(0)
+        assert g["reserved_bytes"] >= (1 << 22) and g["allocated_bytes"] >= (1 << 22)
+        assert torch.cuda.memory_stats()["allocated_bytes.all.current"] >= 2 * (1 << 22)
+        total = torch.cuda.get_device_properties(0).total_memory
+        genesis.cuda.set_memory_fraction(0.05)
+        try:
+            with gt.use_mem_pool(pool):
+                torch.empty(int(total * 0.1), dtype=torch.uint8, device="cuda")
+            raise SystemExit("no OOM")
+        except torch.OutOfMemoryError as e:
+            assert "Genesis:" in str(e), e
+        del x
+        gc.collect()
+        del pool
+        gc.collect()
+        torch.cuda.empty_cache()
+        try:
+            gt.use_genesis_allocator()
+        except RuntimeError as e:
+            assert "initialises CUDA" in str(e)
+    """)
+
+
+def test_cuda_graph_capture_is_refused_clearly():
+    run("""
+        gt.use_genesis_allocator()
+        x = torch.ones(16, device="cuda")
+        g = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(g):
+                y = x * 2
+            raise SystemExit("captured")
+        except RuntimeError as e:
+            assert "private memory pools" in str(e), e
+        assert float((x * 3).sum()) == 48.0
+    """)
+
+
+def test_snapshots_of_the_pytorch_program_feed_memory_viz(tmp_path):
+    path = tmp_path / "genesis_snapshot.pickle"
+    run(f"""
+        import pickle
+        from torch.cuda import _memory_viz as viz
+        gt.use_genesis_allocator()
+        genesis.cuda.memory._record_memory_history(max_entries=100000)
+        model = torch.nn.Sequential(torch.nn.Linear(512, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 512)).cuda()
+        opt = torch.optim.AdamW(model.parameters())
+        for _ in range(3):
+            loss = model(torch.randn(256, 512, device="cuda")).square().mean()
+            loss.backward(); opt.step(); opt.zero_grad()
+        s = genesis.cuda.memory._snapshot()
+        assert s["segments"] and s["device_traces"][0]
+        assert any(f["name"] == "<module>" for e in s["device_traces"][0] for f in e.get("frames", []))
+        print(viz.segsum(s)[:200])
+        viz.trace(s)
+        for html in (viz.trace_plot(s), viz.segment_plot(s), viz.trace_plot(s, plot_segments=True)):
+            assert "base64" in html
+        lines = lambda t: t
+        assert "stream_" in viz.memory(s, format_flamegraph=lines)
+        viz.compare(s["segments"], genesis.cuda.memory._snapshot()["segments"], format_flamegraph=lines)
+        genesis.cuda.memory._dump_snapshot({str(path)!r})
+        genesis.cuda.memory._record_memory_history(enabled=None)
+    """)
+    import memtrace
+
+    if memtrace.genesis_mem_path() is not None:
+        p = memtrace.run_genesis_mem("replay", str(path), "--json")
+        assert p.returncode == 0, p.stderr
+
+
+def test_cupy_shares_the_pool():
+    if importlib.util.find_spec("cupy") is None:
+        pytest.skip("CuPy is not installed")
+    run("""
+        import cupy
+        import genesis.cupy as gc_
+        gt.use_genesis_allocator()
+        cupy.cuda.set_allocator(gc_.allocator())
+        before = genesis.cuda.memory_stats(0)["allocated_bytes"]
+        a = cupy.arange(1 << 20, dtype=cupy.float32)
+        b = (a * 2).sum()
+        assert float(b) == float((1 << 20) * ((1 << 20) - 1))
+        assert genesis.cuda.memory_stats(0)["allocated_bytes"] >= before + (1 << 22)
+        t = torch.from_dlpack(a)               # the same memory, seen by PyTorch
+        assert t.data_ptr() == a.data.ptr and float(t[5]) == 5.0
+        del t, a
+        gc.collect()
+        assert genesis.cuda.memory_stats(0)["allocated_bytes"] <= before + 4096
+        s = cupy.cuda.Stream(non_blocking=True)
+        with s:
+            c = cupy.ones(1 << 20)
+        assert int(c.sum()) == 1 << 20
+    """)

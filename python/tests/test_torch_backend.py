@@ -1,0 +1,256 @@
+"""libgenesis_torch_allocator.so without PyTorch or a GPU: the functions
+PyTorch calls, driven through ctypes (as PyTorch's loader does) against a
+simulated GPU. The GPU half (PyTorch itself) is test_torch_allocator.py.
+
+What is checked here: allocations and frees reach the one Genesis of
+genesis._C; the stream rules (a block freed while another stream uses it is
+not handed out early; a pool free waits for the device); an out-of-memory
+error carries Genesis's explanation (thrown for PyTorch's allocator, NULL
+plus last error for a MemPool); a free of a pointer Genesis never gave out is
+reported, not a crash; version checks of the table; and that the library
+finds genesis._C by itself, as the same module Python imports.
+"""
+
+import ctypes
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import genesis
+from genesis import _C
+from genesis.testing import SimulatedAllocator
+from genesis.torch import _library
+
+MiB = 1 << 20
+
+try:
+    PATH = _library.library_path()
+except FileNotFoundError as e:  # pragma: no cover - only without the target
+    PATH = None
+    WHY = str(e)
+
+pytestmark = pytest.mark.skipif(PATH is None, reason="libgenesis_torch_allocator.so is not built "
+                                "(CMake target genesis_torch_allocator)")
+
+@pytest.fixture()
+def lib():
+    return _library.load()
+
+
+@pytest.fixture()
+def sim():
+    """A simulated GPU behind every device of the adaptor while the test runs."""
+    s = SimulatedAllocator(256 * MiB, index=3, expandable=False)
+    _C._torch_backend_redirect(s._allocator())
+    yield s
+    _C._torch_backend_redirect(None)
+
+
+def c_fn(lib, name, restype, *argtypes):
+    f = getattr(lib.lib, name)
+    f.restype = restype
+    f.argtypes = list(argtypes)
+    return f
+
+
+def pool_fns(lib):
+    m = c_fn(lib, "genesis_torch_pool_malloc", ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p)
+    f = c_fn(lib, "genesis_torch_pool_free", None, ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int,
+             ctypes.c_void_p)
+    return m, f
+
+
+def malloc(lib, size, stream=0, device=0):
+    """genesis_torch_malloc as PyTorch calls it (a C++ exception becomes RuntimeError)."""
+    return _C._torch_call_malloc(lib.address(_library.MALLOC), size, device, stream)
+
+
+def free(lib, ptr, size, stream=0, device=0):
+    f = c_fn(lib, "genesis_torch_free", None, ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p)
+    f(ptr, size, device, stream)
+
+
+def record_stream(lib, ptr, stream):
+    _C._torch_call_void(lib.address(_library.HOOKS["record_stream"]), ptr, stream)
+
+
+def test_the_library_is_found_next_to_genesis_and_exports_what_pytorch_calls(lib):
+    assert os.path.dirname(PATH) == os.path.dirname(os.path.abspath(_C.__file__))
+    for name in (_library.MALLOC, _library.FREE, _library.POOL_MALLOC, _library.POOL_FREE, *_library.HOOKS.values()):
+        assert lib.address(name), name
+    # Nothing of Genesis is exported: the library is a shim.
+    out = subprocess.run(["nm", "-D", "--defined-only", PATH], capture_output=True, text=True)
+    if out.returncode == 0:
+        exported = {ln.split()[-1] for ln in out.stdout.splitlines() if " T " in ln}
+        assert exported == {_library.MALLOC, _library.FREE, _library.POOL_MALLOC, _library.POOL_FREE,
+                            *_library.HOOKS.values(), "genesis_torch_attach", "genesis_torch_last_error"}, exported
+
+
+def test_allocations_go_to_the_genesis_of_this_process(lib, sim):
+    before = sim.memory_stats()
+    p = malloc(lib, 3000, stream=0)
+    assert p and sim.owns(p)
+    assert sim.allocation_size(p) == 3072
+    s = sim.memory_stats()
+    assert s["allocated_bytes"] == before["allocated_bytes"] + 3072
+    assert s["requested_bytes"] == before["requested_bytes"] + 3000
+    free(lib, p, 3000)
+    assert not sim.owns(p)
+    assert sim.memory_stats()["allocated_bytes"] == before["allocated_bytes"]
+    assert malloc(lib, 0) == 0  # PyTorch asks for 0 bytes for empty tensors
+    assert lib.last_error() == ""
+
+
+def test_a_block_freed_while_another_stream_uses_it_is_not_handed_out_early(lib, sim):
+    s1 = sim.create_stream()
+    p = malloc(lib, 4 * MiB, stream=0)
+    record_stream(lib, p, s1)      # tensor.record_stream(s1)
+    sim.submit_work(s1)            # s1 still reads p
+    free(lib, p, 4 * MiB, stream=0)
+    q = malloc(lib, 4 * MiB, stream=0)
+    assert q != p, "reused while s1 still used it"
+    sim.complete_all()
+    free(lib, q, 4 * MiB, stream=0)
+    # Once s1's work is done the block is reusable on its stream.
+    reused = {malloc(lib, 4 * MiB, stream=0) for _ in range(2)}
+    assert p in reused
+    for r in reused:
+        free(lib, r, 4 * MiB)
+
+
+def test_a_block_is_reused_on_its_own_stream_only(lib, sim):
+    s1 = sim.create_stream()
+    p = malloc(lib, 2 * MiB, stream=0)
+    free(lib, p, 2 * MiB, stream=0)
+    q = malloc(lib, 2 * MiB, stream=s1)
+    assert q != p
+    r = malloc(lib, 2 * MiB, stream=0)
+    assert r == p  # same stream: at once (its work is ordered before)
+    free(lib, q, 2 * MiB, stream=s1)
+    free(lib, r, 2 * MiB, stream=0)
+
+
+def test_record_stream_of_a_pointer_genesis_does_not_hold_is_an_error(lib, sim):
+    with pytest.raises(RuntimeError, match="Genesis allocator: record_stream: 0x1234 is not"):
+        record_stream(lib, 0x1234, 0)
+
+
+def test_a_pool_free_waits_for_the_device(lib, sim):
+    pmalloc, pfree = pool_fns(lib)
+    s1 = sim.create_stream()
+    p = pmalloc(20 * MiB, 0, s1)
+    assert p
+    sim.submit_work(s1)
+    assert sim.pending_work(s1) == 1
+    pfree(p, 20 * MiB, 0, s1)
+    assert sim.pending_work(s1) == 0  # as cudaFree would have waited
+    assert not sim.owns(p)
+
+
+def test_out_of_memory_carries_genesis_explanation(lib, sim):
+    with pytest.raises(RuntimeError) as info:
+        malloc(lib, 1 << 30)
+    msg = str(info.value)
+    assert msg.startswith("CUDA out of memory. Tried to allocate 1.00 GiB")
+    assert "(Genesis allocator)" in msg
+    assert "Out of memory (sim:3)" in msg  # Genesis's own explanation follows
+    assert genesis.torch.is_genesis_oom(info.value)
+    assert "sim:3" in genesis.torch.last_oom_message()
+    assert genesis.torch.last_oom_message() == ""  # taken once
+    # A MemPool's allocator gets NULL and the explanation on the side.
+    pmalloc, _ = pool_fns(lib)
+    assert pmalloc(1 << 30, 0, 0) is None
+    assert "Out of memory (sim:3)" in lib.last_error()
+    assert "Out of memory (sim:3)" in _C._torch_take_last_oom()
+    assert sim.memory_stats()["num_ooms"] == 2
+
+
+def test_a_free_of_a_pointer_genesis_never_gave_out_is_reported_not_fatal(lib, sim, capfd):
+    before = _C._torch_bad_frees()
+    free(lib, 0xDEAD000, 512)
+    assert _C._torch_bad_frees() == before + 1
+    assert "0xdead000" in lib.last_error().lower() or "not" in lib.last_error()
+    err = capfd.readouterr().err
+    assert "genesis: PyTorch freed 0xdead000 on cuda:0, which Genesis cannot free" in err
+    # Still usable afterwards.
+    p = malloc(lib, 512)
+    free(lib, p, 512)
+
+
+def test_empty_cache_and_memory_fraction_hooks(lib, sim):
+    p = malloc(lib, 8 * MiB)
+    free(lib, p, 8 * MiB)
+    assert sim.memory_stats()["reserved_bytes"] > 0
+    c_fn(lib, _library.HOOKS["reset"], None)()
+    assert sim.memory_stats()["reserved_bytes"] == 0
+    c_fn(lib, _library.HOOKS["memory_fraction"], None, ctypes.c_double, ctypes.c_int)(0.25, 0)
+    assert sim.memory_stats()["memory_limit"] == 64 * MiB
+    with pytest.raises(RuntimeError, match="out of memory"):
+        malloc(lib, 100 * MiB)
+
+
+def test_python_sites_are_recorded_when_the_gil_holder_allocates(lib, sim):
+    genesis.set_memory_debug(True)
+    try:
+        p = malloc(lib, 64 * 1024)
+        (a,) = [x for x in sim.detailed_memory_stats().get_large_allocations(0) if x.address == p]
+        assert "test_torch_backend.py" in a.location and "in test_python_sites" in a.location
+        free(lib, p, 64 * 1024)
+    finally:
+        genesis.set_memory_debug(False)
+
+
+def test_tables_of_another_version_are_refused(lib):
+    class Table(ctypes.Structure):
+        _fields_ = [("abi_version", ctypes.c_uint32), ("size", ctypes.c_uint32)] + \
+                   [(f"f{i}", ctypes.c_void_p) for i in range(6)]
+
+    bogus = Table(abi_version=_C._torch_abi_version + 1, size=ctypes.sizeof(Table))
+    assert lib.lib.genesis_torch_attach(ctypes.cast(ctypes.pointer(bogus), ctypes.c_void_p)) == 1
+    assert "version" in lib.last_error()
+    assert lib.lib.genesis_torch_attach(None) == 1
+    # The right table again (what genesis.torch attached): accepted.
+    assert lib.lib.genesis_torch_attach(ctypes.c_void_p(_C._torch_backend_address())) == 0
+
+
+def test_the_library_finds_genesis_by_itself_as_the_module_python_imports(tmp_path):
+    # A fresh process loads the library before genesis: its first call loads
+    # the genesis/_C next to it; `import genesis` then finds that very module
+    # loaded (the counter the library's call moved is the one Python sees).
+    script = textwrap.dedent(f"""
+        import ctypes
+        lib = ctypes.CDLL({PATH!r})
+        f = lib.genesis_torch_free
+        f.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+        f(0x1000, 16, 0, None)   # no GPU here: reported, not fatal
+        import genesis
+        print("BAD_FREES", genesis._C._torch_bad_frees())
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "BAD_FREES 1" in p.stdout, (p.stdout, p.stderr)
+    assert "which Genesis cannot free" in p.stderr
+
+
+def test_library_path_override(monkeypatch, tmp_path):
+    monkeypatch.setenv(_library.ENV_PATH, str(tmp_path / "nope.so"))
+    with pytest.raises(FileNotFoundError, match="nope.so"):
+        _library.library_path()
+
+
+def test_genesis_torch_needs_torch_only_when_used():
+    import genesis.torch as gt
+
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="needs PyTorch"):
+            gt.use_genesis_allocator()
+        with pytest.raises(ImportError, match="needs PyTorch"):
+            gt.mem_pool()
+    else:  # pragma: no cover - machines with torch run test_torch_allocator.py
+        pytest.skip("torch is installed here")
