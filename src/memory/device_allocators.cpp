@@ -12,8 +12,8 @@
 #include "genesis/cuda/runtime.h"
 #include "genesis/memory/alloc_conf.h"
 #include "genesis/memory/cuda_resource.h"
-#include "genesis/memory/host_resource.h"
 #include "genesis/memory/detail/allocator_fork.h"
+#include "genesis/memory/host_resource.h"
 #include "genesis/memory/pinned_resource.h"
 #include "genesis/memory/publish.h"
 
@@ -29,7 +29,6 @@ struct Registry {
   std::atomic<bool> pinned_for_transfers{false};
 };
 
-// Leaked on purpose: allocators must outlive every static object that may
 void prepare_fork();
 void parent_after_fork();
 void child_after_fork();
@@ -37,13 +36,13 @@ constexpr ForkHandlers kForkHandlers{&prepare_fork, &parent_after_fork, &child_a
 // Installed at load, before any thread can take the locks (Note [Fork]).
 [[maybe_unused]] const bool kForkRegistered = (register_fork_handlers(ForkRank::kAllocators, &kForkHandlers), true);
 
+// Leaked on purpose: allocators must outlive every static object that may
 // still free memory during exit, and CUDA may already be unloaded by then.
 Registry& registry() {
   static auto* r = new Registry;
   return *r;
 }
 
-}  // namespace
 // Note [Fork] (genesis/core/fork.h): the registry's lock, then every lock
 // of every process-wide allocator (Note [Allocators across fork]), held
 // across the fork. `forking` lists the allocators prepare locked; it is only
@@ -68,6 +67,7 @@ void finish_fork(bool in_child) {
 void parent_after_fork() { finish_fork(false); }
 void child_after_fork() { finish_fork(true); }
 
+}  // namespace
 
 // The process-wide allocators are created below. A new one may start
 // publishing (GENESIS_MEM_PUBLISH=1): after the registry's lock is released,
