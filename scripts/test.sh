@@ -7,27 +7,39 @@
 # any failed; a summary is printed at the end):
 #   deps    install missing prerequisites (scripts/setup.sh --deps-only)
 #   release Release build in build/ (CUDA auto) -> ctest (all tests)
-#   asan    ASan+UBSan build in build-asan/ (CUDA off) -> ctest (all tests)
-#   tsan    TSan build in build-tsan/ (CUDA off) -> ctest -R 'Stress|Concurren|Thread|Arenas'
+#   asan    ASan+UBSan build in build-asan/ (CUDA off, Python module on) -> ctest (all tests)
+#   asan-py pytest python/tests against build-asan/'s module under ASan+UBSan
+#   tsan    TSan build in build-tsan/ (CUDA off) -> ctest (all tests)
+#   fuzz    libFuzzer targets (fuzz/, clang) in build-fuzz/, each run for
+#           GENESIS_FUZZ_SECONDS (default 30) seconds
 #   python  pytest python/tests (only if that directory exists)
 #   install scripts/check_install.sh --build-dir build: cmake --install build/ into a
 #           temporary prefix, tests/consumer/ built against it (find_package and
 #           pkg-config) and as a subproject, the Python package through cmake
 #           --install and pip in a venv (no second compile: it reuses build/)
-# Tests that need a GPU report "Skipped" on machines without one.
+# Tests that need a GPU report "Skipped" on machines without one. The summary
+# gives each stage's wall time.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 JOBS="$(nproc 2>/dev/null || echo 2)"
-TSAN_REGEX='Stress|Concurren|Thread|Arenas'
+FUZZ_SECONDS="${GENESIS_FUZZ_SECONDS:-30}"
 PYTHON=/usr/bin/python3
 [[ -x $PYTHON ]] || PYTHON=python3
 
 STAGES=()
 RESULTS=()
 NOTES=()
-record() { STAGES+=("$1"); RESULTS+=("$2"); NOTES+=("${3:-}"); }
+TIMES=()
+STAGE_T0=$SECONDS
+# record <stage> <PASS|FAIL|SKIP> [note]: called once at the end of each
+# stage, which (stages run one after the other) began at the last record.
+record() {
+  STAGES+=("$1"); RESULTS+=("$2"); NOTES+=("${3:-}")
+  TIMES+=("$(( (SECONDS - STAGE_T0) / 60 ))m$(( (SECONDS - STAGE_T0) % 60 ))s")
+  STAGE_T0=$SECONDS
+}
 log() { printf '\n==> %s\n' "$*"; }
 
 # configure_and_build <dir> <cmake args...>
@@ -63,8 +75,13 @@ SAN_ARGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGENESIS_ENABLE_CUDA=OFF
           -DGENESIS_BUILD_TOOLS=OFF -DGENESIS_BUILD_PYTHON=OFF)
 
 # ------------------------------------------------------------------ asan ---
-log "asan: build-asan/ (ASan+UBSan, CUDA off)"
-if configure_and_build build-asan "${SAN_ARGS[@]}" -DGENESIS_SANITIZE=address; then
+# The Python module and genesis-mem are built here too: the asan-py stage
+# runs the Python tests against them.
+log "asan: build-asan/ (ASan+UBSan, CUDA off, Python module and tools on)"
+asan_built=0
+if configure_and_build build-asan "${SAN_ARGS[@]}" -DGENESIS_SANITIZE=address \
+     -DGENESIS_BUILD_PYTHON=ON -DGENESIS_BUILD_TOOLS=ON; then
+  asan_built=1
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   export ASAN_OPTIONS="detect_leaks=1"
   note=""
@@ -85,8 +102,65 @@ else
   record asan FAIL "build failed"
 fi
 
+# --------------------------------------------------------------- asan-py ---
+# The extension built with ASan+UBSan, loaded by the system interpreter,
+# which is not instrumented:
+# - LD_PRELOAD of GCC's libasan: the ASan runtime must be the first library
+#   loaded, which it cannot be when it arrives as a dependency of _C.so.
+#   libstdc++ is preloaded with it: ASan resolves the real __cxa_throw when
+#   it starts, and python3 does not link libstdc++, so without it the first
+#   C++ exception aborts ("real___cxa_throw != 0" CHECK failure).
+# - PYTHONMALLOC=malloc: Python objects come from malloc, not pymalloc's
+#   arenas, so ASan sees overruns into them too.
+# - detect_leaks=0: CPython frees little at exit (interned strings, module
+#   and type objects live until the process ends), so LeakSanitizer would
+#   report the interpreter's own memory; the C++ tests check Genesis's leaks
+#   (asan stage).
+# - -p no:faulthandler: pytest's faulthandler would take SIGSEGV before ASan
+#   could report where it happened.
+# - log_path: pytest captures file descriptor 2 while a test runs, and a
+#   report written there dies with the process; reports go to files under
+#   build-asan/asan-py/ instead (children's too), printed below.
+# Every test runs: none needs skipping under ASan (a test that starts a
+# program that is not Genesis, such as the browser, leaves LD_PRELOAD out of
+# its environment).
+if [[ -d python/tests ]]; then
+  log "asan-py: pytest python/tests against build-asan/python (ASan+UBSan)"
+  libasan="$(g++ -print-file-name=libasan.so 2>/dev/null)"
+  libstdcxx="$(g++ -print-file-name=libstdc++.so 2>/dev/null)"
+  if [[ $asan_built -ne 1 ]]; then
+    record asan-py FAIL "build-asan failed to build"
+  elif [[ ! -f $libasan || ! -f $libstdcxx ]]; then
+    record asan-py FAIL "GCC's libasan.so or libstdc++.so not found (g++ -print-file-name gave '$libasan', '$libstdcxx')"
+  elif ! compgen -G "build-asan/python/genesis/_C*.so" >/dev/null; then
+    record asan-py FAIL "build-asan/python/genesis/_C*.so was not built (Python development files missing?)"
+  else
+    reports="$ROOT/build-asan/asan-py"
+    rm -rf "$reports" && mkdir -p "$reports"
+    LD_PRELOAD="$libasan $libstdcxx" PYTHONMALLOC=malloc \
+      ASAN_OPTIONS="detect_leaks=0:handle_segv=1:handle_abort=1:detect_stack_use_after_return=0:log_path=$reports/asan" \
+      UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan" \
+      PYTHONPATH="$ROOT/build-asan/python:$ROOT/build-asan:$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
+      "$PYTHON" -m pytest -q -p no:faulthandler -p no:cacheprovider python/tests
+    rc=$?
+    if compgen -G "$reports/*" >/dev/null; then
+      for f in "$reports"/*; do echo "--- $f"; cat "$f"; done
+      record asan-py FAIL "sanitizer reports (printed above) in build-asan/asan-py/"
+    elif [[ $rc -ne 0 ]]; then
+      record asan-py FAIL "pytest under ASan failed (exit $rc)"
+    else
+      record asan-py PASS
+    fi
+  fi
+else
+  record asan-py SKIP "no python/tests directory"
+fi
+
 # ------------------------------------------------------------------ tsan ---
-log "tsan: build-tsan/ (TSan, CUDA off), tests matching '$TSAN_REGEX'"
+log "tsan: build-tsan/ (TSan, CUDA off), every test"
+# Every suite runs under TSan, not only those with threads in their names: a
+# race can sit in any code that a background thread (the sampler, the
+# monitor, the thread pool) touches while a test runs.
 if configure_and_build build-tsan "${SAN_ARGS[@]}" -DGENESIS_SANITIZE=thread; then
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
   note=""
@@ -99,10 +173,7 @@ if configure_and_build build-tsan "${SAN_ARGS[@]}" -DGENESIS_SANITIZE=thread; th
     note="ran with ASLR disabled (setarch -R) for TSan"
     echo "NOTE: $note"
   fi
-  if ! (cd build-tsan && ctest -N -R "$TSAN_REGEX" | grep -qE "Total Tests: [1-9]"); then
-    note="no tests matched '$TSAN_REGEX'${note:+; $note}"
-  fi
-  if (cd build-tsan && "${runner[@]}" ctest --output-on-failure -j "$JOBS" -R "$TSAN_REGEX"); then
+  if (cd build-tsan && "${runner[@]}" ctest --output-on-failure -j "$JOBS"); then
     record tsan PASS "$note"
   else
     record tsan FAIL "ctest failed${note:+; $note}"
@@ -111,6 +182,83 @@ if configure_and_build build-tsan "${SAN_ARGS[@]}" -DGENESIS_SANITIZE=thread; th
 else
   record tsan FAIL "build failed"
 fi
+
+# ------------------------------------------------------------------ fuzz ---
+# libFuzzer targets (fuzz/*.cpp, README "Fuzzing"): the parsers of untrusted
+# input and the index planner, built with clang and ASan+UBSan from just the
+# library sources they reach (fuzz/CMakeLists.txt), each run for
+# FUZZ_SECONDS from its seeds in fuzz/corpus/<target>/ (new inputs go to
+# build-fuzz/corpus/<target>/, the repository is not touched). A crash, a
+# sanitizer report, a broken property or an input that takes over 10 s
+# fails the stage; what failed is saved as build-fuzz/artifacts/<target>-*
+# (turn it into a unit test). Skipped, with a note, only when clang cannot
+# link a libFuzzer program (no clang, or no libclang-rt-14-dev).
+log "fuzz: build-fuzz/ (libFuzzer + ASan+UBSan, clang), ${FUZZ_SECONDS}s per target"
+fuzz_cc="" fuzz_cxx=""
+for v in -14 ""; do
+  if command -v "clang++$v" >/dev/null 2>&1 && command -v "clang$v" >/dev/null 2>&1; then
+    fuzz_cc="clang$v" fuzz_cxx="clang++$v"
+    break
+  fi
+done
+fuzz_probe_dir="$(mktemp -d)"
+printf 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }\n' \
+  > "$fuzz_probe_dir/probe.cpp"
+if [[ -z $fuzz_cxx ]]; then
+  record fuzz SKIP "clang not found after setup (install clang-14): fuzz targets not run"
+elif ! "$fuzz_cxx" -fsanitize=fuzzer,address,undefined "$fuzz_probe_dir/probe.cpp" -o "$fuzz_probe_dir/probe" \
+       >"$fuzz_probe_dir/log" 2>&1; then
+  cat "$fuzz_probe_dir/log"
+  record fuzz SKIP "$fuzz_cxx cannot link a libFuzzer program (install libclang-rt-14-dev): fuzz targets not run"
+elif ! { cmake -S "$ROOT/fuzz" -B build-fuzz -G Ninja -DCMAKE_C_COMPILER="$fuzz_cc" -DCMAKE_CXX_COMPILER="$fuzz_cxx" &&
+         cmake --build build-fuzz -j "$JOBS"; }; then
+  record fuzz FAIL "build failed"
+else
+  mkdir -p build-fuzz/artifacts
+  fuzz_failed=() fuzz_run=()
+  # run_fuzzer <target>: from its seeds (read-only) and the inputs it found
+  # before; its exit status goes to build-fuzz/<target>.rc.
+  run_fuzzer() {
+    local t=$1
+    mkdir -p "build-fuzz/corpus/$t"
+    rm -f build-fuzz/artifacts/"$t"-*
+    "build-fuzz/fuzz_$t" "build-fuzz/corpus/$t" "fuzz/corpus/$t" -max_total_time="$FUZZ_SECONDS" \
+      -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+      -artifact_prefix="build-fuzz/artifacts/$t-" >"build-fuzz/$t.log" 2>&1
+    echo $? >"build-fuzz/$t.rc"
+  }
+  for src in fuzz/*.cpp; do
+    t="$(basename "$src" .cpp)"
+    [[ -x build-fuzz/fuzz_$t ]] || continue  # a target whose library source is not there yet
+    fuzz_run+=("$t")
+  done
+  # JOBS fuzzers at a time: each uses one core.
+  for t in "${fuzz_run[@]}"; do
+    rm -f "build-fuzz/$t.rc"
+    run_fuzzer "$t" &
+    while (( $(jobs -rp | wc -l) >= JOBS )); do wait -n; done
+  done
+  wait
+  for t in "${fuzz_run[@]}"; do
+    rc="$(cat "build-fuzz/$t.rc" 2>/dev/null || echo 1)"
+    runs="$(grep -oE "^Done [0-9]+ runs" "build-fuzz/$t.log" | grep -oE "[0-9]+" || echo "?")"
+    if [[ $rc -eq 0 ]]; then
+      echo "fuzz_$t: ${runs} inputs, no failure"
+    else
+      echo "fuzz_$t FAILED (exit $rc); the end of build-fuzz/$t.log:"
+      tail -n 60 "build-fuzz/$t.log"
+      fuzz_failed+=("$t")
+    fi
+  done
+  if [[ ${#fuzz_run[@]} -eq 0 ]]; then
+    record fuzz FAIL "no fuzz target was built"
+  elif [[ ${#fuzz_failed[@]} -eq 0 ]]; then
+    record fuzz PASS "${fuzz_run[*]}: ${FUZZ_SECONDS}s each"
+  else
+    record fuzz FAIL "${fuzz_failed[*]} failed; inputs in build-fuzz/artifacts/"
+  fi
+fi
+rm -rf "$fuzz_probe_dir"
 
 # ---------------------------------------------------------------- python ---
 if [[ -d python/tests ]]; then
@@ -141,7 +289,7 @@ fi
 log "Summary"
 failed=0
 for i in "${!STAGES[@]}"; do
-  printf '  %-8s %-5s %s\n' "${STAGES[$i]}" "${RESULTS[$i]}" "${NOTES[$i]}"
+  printf '  %-8s %-5s %7s  %s\n' "${STAGES[$i]}" "${RESULTS[$i]}" "${TIMES[$i]}" "${NOTES[$i]}"
   [[ ${RESULTS[$i]} == FAIL ]] && failed=1
 done
 if [[ $failed -ne 0 ]]; then

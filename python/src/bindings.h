@@ -77,4 +77,8 @@ void bind_debug_tools(py::module_& m);
 /// (distributed_tools.cpp).
 void bind_distributed_tools(py::module_& m);
 
+/// Refuses __new__ without __init__ for every class bound so far (Note
+/// [Uninitialised instances], new_guard.cpp). Called last.
+void guard_uninitialised_instances(py::module_& m);
+
 }  // namespace genesis::python

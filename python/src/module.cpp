@@ -29,4 +29,6 @@ PYBIND11_MODULE(_C, m) {
   genesis::python::bind_pickling(m);
   genesis::python::bind_debug_tools(m);
   genesis::python::bind_distributed_tools(m);
+  // Last: it guards every class bound above (Note [Uninitialised instances]).
+  genesis::python::guard_uninitialised_instances(m);
 }

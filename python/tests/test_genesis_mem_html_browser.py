@@ -2,6 +2,7 @@
 renders the page of a trace run to a PNG that must show charts and tables,
 not a blank page."""
 
+import os
 import shutil
 import subprocess
 
@@ -19,9 +20,12 @@ pytestmark = [
 
 
 def screenshot(page, png, width=1200, height=1600):
+    # The browser is not Genesis: the sanitizer runtime that the ASan stage
+    # preloads into Python (LD_PRELOAD) must not reach it, where it hangs.
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")}
     p = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                         f"--screenshot={png}", f"--window-size={width},{height}", page.as_uri()],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60, env=env)
     assert p.returncode == 0 and png.exists(), p.stderr[-2000:]
 
 

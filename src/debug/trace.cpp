@@ -11,6 +11,7 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <system_error>
 #include <utility>
 
@@ -700,17 +701,20 @@ void append_number(std::string& out, std::uint64_t v) {
 Trace read_trace(const std::string& path) {
   InputFile in(path);
   Parser parser(path);
-  std::vector<char> chunk(kChunk);
+  // Left uninitialised: only the bytes read() returns are looked at, and
+  // zeroing a MiB (every page touched) would cost more than reading a short
+  // trace.
+  const std::unique_ptr<char[]> chunk(new char[kChunk]);
   std::string carry;  // a line split across chunks
   bool first = true;
   while (true) {
-    const std::size_t n = in.read(chunk.data(), chunk.size(), parser.line_no());
+    const std::size_t n = in.read(chunk.get(), kChunk, parser.line_no());
     if (n == 0) break;
     // A pickled PyTorch memory snapshot (genesis/debug/torch_snapshot.h).
-    if (std::exchange(first, false) && looks_like_pickle(reinterpret_cast<const std::uint8_t*>(chunk.data()), n))
-      return read_torch_snapshot(std::string_view(chunk.data(), n),
+    if (std::exchange(first, false) && looks_like_pickle(reinterpret_cast<const std::uint8_t*>(chunk.get()), n))
+      return read_torch_snapshot(std::string_view(chunk.get(), n),
                                  [&in](char* buf, std::size_t cap) { return in.read(buf, cap, 0); }, path);
-    const char* p = chunk.data();
+    const char* p = chunk.get();
     const char* const end = p + n;
     while (p < end) {
       const auto* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
