@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Python-level overhead of Genesis tensors (issue 6, T8).
+"""Python-level overhead of Genesis tensors: what a call costs before any kernel runs.
 
 Times, per call, in microseconds (best of several repeats, like timeit):
   * allocation round trip: `x = empty(n, device=dev); del x` for Genesis,
     PyTorch and CuPy (goal for Genesis: <= 0.8 us on the GPU machine; PyTorch
-    about 2.0 us, CuPy about 1.7 us there);
+    about 2.0 us, CuPy about 1.7 us there: bench/RESULTS.md, "Python overhead");
   * a small element-wise op: `x + y` on 1000-element float32 tensors, plus
     the op and the result's release (GPU: launch cost; synchronised once per
     batch, so queued kernels do not pile up).

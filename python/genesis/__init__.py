@@ -23,13 +23,13 @@ package only arranges it. Layout (one concern per module):
     _pinned           allocate_pinned(), is_pinned()
     cuda, cpu         genesis.cuda.*, genesis.cpu.*
     memory_manager    collect_garbage(), compact(), warmup()
-    profiler, memory_profiler   profiling (M7); _profile_session, _timeline
-    memory_debug      enable_memory_debugging(), check_memory_leaks() (M9)
+    profiler, memory_profiler   profiling; _profile_session, _timeline
+    memory_debug      enable_memory_debugging(), check_memory_leaks()
     testing           SimulatedAllocator: the allocator on a simulated GPU
     storage           Storage, StorageView, SharedStorage, MappedStorage, BatchStorage,
-                      create_storage(), copy_storage(), convert_dtype(), aligned_storage() (S)
-    _storage_inspect  inspect_storage(), StorageTracker (S9)
-    _tensor           genesis.Tensor, tensor(), zeros(), ..., from_numpy(), from_dlpack() (SPEC T)
+                      create_storage(), copy_storage(), convert_dtype(), aligned_storage()
+    _storage_inspect  inspect_storage(), StorageTracker
+    _tensor           genesis.Tensor, tensor(), zeros(), ..., from_numpy(), from_dlpack()
     _serialization    pickling of tensors and storages
 """
 
@@ -66,7 +66,7 @@ from .memory_debug import (MemoryLeak, check_memory_leaks, enable_memory_debuggi
 from ._dtype import (all_dtypes, bfloat16, bool, double, dtype, float, float16, float32,  # noqa: E402,A004
                      float64, half, int, int8, int16, int32, int64, long, short, uint8)
 
-# --- tensors (SPEC T; branch python3): genesis.Tensor, tensor(), zeros(), ... ---
+# --- tensors: genesis.Tensor, tensor(), zeros(), ... ---
 # Star import on purpose: _tensor.__all__ is the one list of tensor names.
 # `max`, `min`, `sum`, `abs`, `pow` shadow the builtins here, as in torch.
 from ._tensor import *  # noqa: E402,F401,F403,A001
@@ -84,22 +84,22 @@ __all__ = [
     "OutOfMemoryError", "CudaError", "InvalidArgumentError", "TypeMismatchError", "DivisionByZeroError",
     # CPU threads
     "set_num_threads", "get_num_threads", "available_cpus",
-    # devices and memory (SPEC M)
+    # devices and memory
     "device", "memory_stats", "detailed_memory_stats", "memory_summary", "memory_snapshot", "empty_cache",
     "MemoryStats", "DetailedMemoryStats", "LargeAllocation", "Ratio",
     "allocate_pinned", "is_pinned", "PinnedBuffer",
     "cuda", "cpu", "memory_manager", "profiler", "memory_profiler", "memory_debug", "testing",
     "enable_memory_profiling", "enable_memory_debugging", "set_memory_debug", "check_memory_leaks",
     "MemoryLeak", "set_site_depth", "get_site_depth",
-    # storages (SPEC S)
+    # storages
     "Storage", "StorageView", "SharedStorage", "MappedStorage", "BatchStorage", "create_storage",
     "copy_storage", "convert_dtype", "aligned_storage", "inspect_storage", "StorageInfo", "StorageTracker",
     "TrackedStorage",
-    # dtypes (SPEC T1)
+    # dtypes
     "dtype", "all_dtypes", "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
     "float32", "float64", "half", "float", "double", "short", "int", "long",
 ]
-__all__ += _tensor_all  # tensors (SPEC T)
+__all__ += _tensor_all  # tensors: the names _tensor.__all__ lists
 
 # GENESIS_METRICS_PORT: serve this process's memory figures to Prometheus
 # (genesis.tools.memory.start_metrics_server). A port in use must not make

@@ -1,6 +1,7 @@
 """The memory API shared by everything that has an allocator behind it:
 ``genesis.device(...)``, ``genesis.testing.SimulatedAllocator``, and through
-them the module-level functions (SPEC M2-M5).
+them the module-level functions: statistics, snapshots, limits and
+maintenance.
 
 A subclass provides ``_allocator()`` (a genesis._C.Allocator) and
 ``_label()`` (the name used in reports). All methods are thin: the numbers
@@ -56,7 +57,7 @@ class AllocatorView:
     def _label(self):  # pragma: no cover - provided by subclasses
         raise NotImplementedError
 
-    # --- statistics (M2, M3) -------------------------------------------------
+    # --- statistics ---------------------------------------------------------
     def memory_stats(self):
         """All statistics as a MemoryStats (a dict with attribute access)."""
         return MemoryStats(self._allocator().stats(), self._label())
@@ -120,7 +121,7 @@ class AllocatorView:
 
     reset_peak_memory_stats = reset_peak_stats  # PyTorch's name
 
-    # --- controls (M4, M5) ---------------------------------------------------
+    # --- controls -----------------------------------------------------------
     def empty_cache(self):
         """Returns cached memory that fills whole segments to the device."""
         self._allocator().empty_cache()

@@ -1,5 +1,5 @@
 """``genesis.device``: where memory lives, with its allocator's statistics
-and controls (SPEC M3).
+and controls.
 
     d = genesis.device('cuda')      # also 'cuda:1', 'cpu', genesis.device('cuda', 1), genesis.device(0)
     d.memory_allocated(); d.memory_stats()['cache_hit_rate']; d.empty_cache()

@@ -1,4 +1,4 @@
-"""Module-level memory functions (SPEC M3): genesis.memory_stats(),
+"""Module-level memory functions of the current device: genesis.memory_stats(),
 genesis.empty_cache(), genesis.detailed_memory_stats(), ...
 
 ``device=None`` means the default device: the current CUDA device when a

@@ -1,4 +1,4 @@
-"""Pinned (page-locked) host memory (SPEC M4): genesis.allocate_pinned(n)
+"""Pinned (page-locked) host memory: genesis.allocate_pinned(n)
 and genesis.is_pinned(x).
 
 allocate_pinned returns a genesis.PinnedBuffer from the pinned pool: it

@@ -1,4 +1,4 @@
-"""Shared use of the allocators' event recording (SPEC M8).
+"""Shared use of the allocators' event recording (the event history).
 
 Profiling sessions and leak debugging both need CachingAllocator event
 recording (off by default: it costs 50-75 ns per allocation). Each user

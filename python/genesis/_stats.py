@@ -1,10 +1,10 @@
 """Statistics objects returned by memory_stats() and detailed_memory_stats()
-(SPEC M2).
+(current, peak and cumulative figures of one allocator).
 
-The seeds read statistics in two ways, and both work:
-``stats['allocated_bytes']`` (a dict, seed 001) and ``stats.allocated_bytes``
-(attributes, seed 000). Likewise ``stats.fragmentation_ratio()`` (seed 000,
-memory_stats) and ``f"{stats.fragmentation_ratio:.2%}"`` (seed 000,
+User code reads statistics in two ways, and both work:
+``stats['allocated_bytes']`` (as a dict, PyTorch-style) and ``stats.allocated_bytes``
+(as attributes). Likewise ``stats.fragmentation_ratio()`` (a call, on
+memory_stats) and ``f"{stats.fragmentation_ratio:.2%}"`` (a value, on
 detailed_memory_stats): ratios are ``Ratio`` values, floats that can also be
 called.
 """
@@ -85,7 +85,7 @@ class MemoryStats(dict):
 
 @dataclasses.dataclass(frozen=True)
 class LargeAllocation:
-    """A live allocation (SPEC M2 detailed view): where it was made and how big."""
+    """A live allocation (in the detailed statistics): where it was made and how big."""
 
     location: str        # "file.py:42 in f" (memory debugging on), a C++ context, or "0x<address>"
     size: int            # bytes of the block (rounded to 512)

@@ -1,4 +1,4 @@
-"""inspect_storage and StorageTracker (SPEC S9), over python/src/storage_inspect.cpp.
+"""inspect_storage and StorageTracker (what a storage is and which ones are still alive), over python/src/storage_inspect.cpp.
 
     info = genesis.inspect_storage(s)      # attributes, info['size_bytes'], print(info)
     tracker = genesis.StorageTracker()
@@ -22,7 +22,7 @@ from ._sizes import format_bytes
 @dataclasses.dataclass(frozen=True)
 class StorageInfo:
     """What inspect_storage reports. ``str(info)`` is a readable summary;
-    ``info[key]`` and ``to_dict()`` give the seed's dict (shape, dtype, device,
+    ``info[key]`` and ``to_dict()`` give a plain dict (shape, dtype, device,
     size_bytes, is_contiguous, data_ptr as hex, memory_pool for pooled storages)."""
 
     shape: tuple
@@ -103,7 +103,7 @@ class TrackedStorage:
 
 
 class StorageTracker:
-    """Watches storages to find the ones still alive (SPEC S9). Thread-safe."""
+    """Watches storages to find the ones still alive. Thread-safe."""
 
     __slots__ = ("_c",)
 

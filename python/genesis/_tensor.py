@@ -1,4 +1,4 @@
-"""Tensors (SPEC T): ``genesis.Tensor`` and the functions that make and
+"""Tensors: ``genesis.Tensor`` and the functions that make and
 combine them. Everything is C++ (python/src/tensor*.cpp, dlpack.cpp); this
 module only registers the Python objects the bindings hand out (dtypes,
 devices, the (values, indices) result type) and re-exports the functions

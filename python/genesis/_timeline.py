@@ -1,4 +1,4 @@
-"""Memory over time (SPEC M7): genesis.memory_profiler.get_timeline().
+"""Memory over time: genesis.memory_profiler.get_timeline().
 
 A Timeline holds, per allocator, the allocated and reserved bytes after each
 recorded event of a profiling session, and the sum over all allocators.

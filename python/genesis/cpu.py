@@ -1,4 +1,4 @@
-"""genesis.cpu: host memory (SPEC M4).
+"""genesis.cpu: host memory (pageable and pinned).
 
 enable_pinned_memory(True) makes host buffers that feed GPU copies come from
 the pinned pool (copies then run at DMA speed); it needs a GPU. The host

@@ -1,4 +1,5 @@
-"""genesis.memory_manager: maintenance of the caching allocators (SPEC M5).
+"""genesis.memory_manager: maintenance of the caching allocators
+(garbage collection of the cache, compaction, warm-up).
 
     genesis.memory_manager.collect_garbage()   # release rarely used cached blocks
     genesis.memory_manager.compact()           # release memory that backs no allocation

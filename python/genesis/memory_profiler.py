@@ -1,5 +1,5 @@
 """genesis.memory_profiler: profiling switched on and off, and timelines
-(SPEC M7).
+(allocated and reserved bytes over time).
 
     genesis.enable_memory_profiling(True)
     ...

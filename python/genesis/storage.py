@@ -1,4 +1,4 @@
-"""Storages (SPEC S): refcounted buffers of shape x dtype on a device.
+"""Storages: refcounted buffers of shape x dtype on a device.
 
     s = genesis.create_storage([[1, 2], [3, 4]], device='cuda')   # lists, NumPy arrays, bytes, ...
     s.shape, s.dtype, s.device, s.nbytes, s.data_ptr
@@ -36,7 +36,7 @@ for _cls in (Storage, StorageView, SharedStorage, MappedStorage, BatchStorage):
 
 
 def create_storage(data, device="cpu", dtype=None):
-    """A new storage on ``device`` holding ``data`` (SPEC S1).
+    """A new storage on ``device`` holding ``data``.
 
     ``data``: a number or (nested) list / tuple of numbers (the nesting gives
     the shape; the dtype defaults as in torch.tensor: float32 if any float,

@@ -69,7 +69,7 @@ py::dict totals_to_dict(const memory::EventTotals& t) {
 void bind_event(py::module_& m) {
   py::class_<memory::RecordingMark>(m, "RecordingMark", "A session's start (CachingAllocator.mark_recording()).")
       .def_readonly("time_ns", &memory::RecordingMark::time_ns);
-  py::class_<MemoryEvent>(m, "MemoryEvent", "One recorded allocator event (SPEC M8).")
+  py::class_<MemoryEvent>(m, "MemoryEvent", "One recorded allocator event (allocation, free, segment map/unmap, OOM, ...).")
       .def_readonly("time_ns", &MemoryEvent::time_ns)
       .def_readonly("address", &MemoryEvent::address)
       .def_readonly("size", &MemoryEvent::size)
@@ -169,7 +169,7 @@ void bind_allocator(py::module_& m) {
           },
           py::arg("max_idle_seconds") = 0.0)
       .def("compact", &CachingAllocator::compact, py::call_guard<py::gil_scoped_release>())
-      // --- event history (M8) ---
+      // --- event history ---
       .def("set_event_recording", &CachingAllocator::set_event_recording, py::arg("on"))
       .def_property_readonly("event_recording", &CachingAllocator::event_recording)
       .def(

@@ -1,9 +1,9 @@
-// The pieces of the `genesis._C` extension module, one per concern (STYLE 2).
+// The pieces of the `genesis._C` extension module, one per concern.
 //
 // module.cpp calls every bind_* function in the order below; each lives in its
 // own .cpp file next to this header. A new area (storage, tensor, the CUDA
 // device queries) adds a bind_* function and a file, and one line in
-// module.cpp. Bindings stay thin (STYLE 1): they convert arguments and
+// module.cpp. Bindings stay thin: they convert arguments and
 // results and call the C++ API; policy lives in C++ or in the Python package.
 #pragma once
 
@@ -27,7 +27,7 @@ void bind_allocator(py::module_& m);
 /// Pinned host memory: PinnedBuffer, allocate_pinned, is_pinned, the
 /// "pinned memory for transfers" switch.
 void bind_pinned(py::module_& m);
-/// CUDA runtime (SPEC T6): device count and queries, set_device, device
+/// CUDA runtime: device count and queries, set_device, device
 /// properties, peer access, the `with genesis.cuda.device(i):` guard.
 void bind_cuda_runtime(py::module_& m);
 /// CUDA streams, events, the current stream and the stream guard.
@@ -42,7 +42,7 @@ void bind_alloc_conf(py::module_& m);
 /// (torch_backend.cpp).
 void bind_torch_backend(py::module_& m);
 
-// --- storages (SPEC S): storage_object.h holds the shared pieces ---
+// --- storages: storage_object.h holds the shared pieces ---
 /// genesis.Storage and create_storage.
 void bind_storage(py::module_& m);
 /// genesis.StorageView.
@@ -65,7 +65,7 @@ void bind_threads(py::module_& m);
 /// bind_tensor and bind_storage_view).
 void bind_pickling(py::module_& m);
 
-// --- tensors (issue 6, T; branch python3) ---
+// --- tensors ---
 /// genesis._C.Tensor and the tensor functions (tensor*.cpp, dlpack.cpp).
 void bind_tensor(py::module_& m);
 

@@ -8,8 +8,8 @@ py::dict stats_to_dict(const memory::MemoryStats& s) {
   using memory::kStatAggregate;
   py::dict d;
   const auto& all = [](const memory::StatArray& a) -> const memory::Stat& { return a[kStatAggregate]; };
-  // Current values (M2 names; "inactive_bytes" and "num_allocs" are the
-  // seeds' second spellings of the same figures).
+  // Current values (Genesis's key names; "inactive_bytes" and "num_allocs" are
+  // second spellings of the same figures, kept for code written against them).
   d["allocated_bytes"] = all(s.allocated_bytes).current;
   d["requested_bytes"] = all(s.requested_bytes).current;
   d["reserved_bytes"] = all(s.reserved_bytes).current;

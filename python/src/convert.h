@@ -1,4 +1,4 @@
-// C++ statistics and snapshots -> plain Python dicts and lists (SPEC M2, M3).
+// C++ statistics and snapshots -> plain Python dicts and lists (memory_stats, detailed_memory_stats, snapshots).
 // Plain containers keep the Python side free to wrap them (genesis.MemoryStats)
 // and make them easy to print, compare and serialise.
 #pragma once
@@ -14,7 +14,7 @@ namespace genesis::python {
 
 namespace py = pybind11;
 
-/// Every M2 key ("allocated_bytes", "cached_bytes", "peak_allocated",
+/// Every Genesis statistics key ("allocated_bytes", "cached_bytes", "peak_allocated",
 /// "num_allocations", "cache_hit_rate", "fragmentation_ratio", ...) plus the
 /// PyTorch-style per-pool keys "<stat>.<all|small_pool|large_pool>.<current|
 /// peak|allocated|freed>".

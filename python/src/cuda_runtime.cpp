@@ -1,4 +1,4 @@
-// CUDA runtime queries and the current device (SPEC T6), over cuda/runtime.h
+// CUDA runtime queries and the current device, over cuda/runtime.h
 // and cuda/device_properties.h. Without a GPU is_available() is False and
 // every call that needs one raises genesis.CudaError saying why; the Python
 // package (python/genesis/cuda/_runtime.py) checks arguments first.

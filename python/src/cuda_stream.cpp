@@ -1,5 +1,5 @@
-// CUDA streams, events and the per-thread current stream (SPEC T6:
-// `with genesis.cuda.stream(s):`), over cuda/stream.h. The public classes
+// CUDA streams, events and the per-thread current stream
+// (`with genesis.cuda.stream(s):`), over cuda/stream.h. The public classes
 // genesis.cuda.Stream / Event (python/genesis/cuda/_streams.py) wrap these.
 // Waiting calls release the GIL. Without a GPU they raise genesis.CudaError.
 #include <pybind11/stl.h>

@@ -1,5 +1,5 @@
-// genesis.MappedStorage(filename, shape, dtype, mode='r', offset=0) (SPEC
-// S5): a genesis.Storage over a memory-mapped file, with numpy.memmap's modes
+// genesis.MappedStorage(filename, shape, dtype, mode='r', offset=0):
+// a genesis.Storage over a memory-mapped file, with numpy.memmap's modes
 // (r, r+, w+, c), over storage::MappedStorage (storage/mapped_storage.h).
 //
 // As for SharedStorage, the Storage part is made with from_blob around the
@@ -90,7 +90,7 @@ void close(PyMappedStorage& p) {
 
 void bind_mapped_storage(py::module_& m) {
   py::class_<PyMappedStorage, PyStorage>(m, "MappedStorage", py::custom_type_setup(setup_storage_buffer), R"doc(
-A storage over a memory-mapped file (SPEC S5), with numpy.memmap's modes:
+A storage over a memory-mapped file, with numpy.memmap's modes:
 'r' read-only, 'r+' read/write an existing file, 'w+' create or truncate,
 'c' copy-on-write (writable in memory, the file never changes).
 

@@ -25,7 +25,7 @@ PYBIND11_MODULE(_C, m) {
   genesis::python::bind_storage_inspect(m);
   genesis::python::bind_storage_ipc(m);
   genesis::python::bind_threads(m);
-  genesis::python::bind_tensor(m);  // tensors (issue 6, T)
+  genesis::python::bind_tensor(m);  // tensors
   genesis::python::bind_pickling(m);
   genesis::python::bind_debug_tools(m);
   genesis::python::bind_distributed_tools(m);

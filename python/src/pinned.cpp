@@ -1,4 +1,4 @@
-// Pinned host memory from Python (SPEC M4): genesis.allocate_pinned(n)
+// Pinned host memory from Python: genesis.allocate_pinned(n)
 // returns a PinnedBuffer that owns a block of the pinned pool, exposes it
 // through the buffer protocol (memoryview, numpy.frombuffer) and gives it back
 // when the last reference (including views) is gone. genesis.is_pinned(addr) asks CUDA about any

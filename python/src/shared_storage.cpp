@@ -1,4 +1,4 @@
-// genesis.SharedStorage(shape, dtype, shared_memory_name=None) (SPEC S4): a
+// genesis.SharedStorage(shape, dtype, shared_memory_name=None): a
 // genesis.Storage in POSIX shared memory, over storage::SharedStorage
 // (storage/shared_storage.h, Note [Shared memory ownership]).
 //
@@ -62,7 +62,7 @@ std::unique_ptr<PySharedStorage> make(const py::object& shape, const py::object&
 
 void bind_shared_storage(py::module_& m) {
   py::class_<PySharedStorage, PyStorage>(m, "SharedStorage", py::custom_type_setup(setup_storage_buffer), R"doc(
-A storage in POSIX shared memory that other processes map by name (SPEC S4).
+A storage in POSIX shared memory that other processes map by name.
 
     a = genesis.SharedStorage((1024,), genesis.float32)          # new, generated name
     b = genesis.SharedStorage((1024,), genesis.float32, a.name)  # in another process: attach
@@ -71,8 +71,11 @@ A storage in POSIX shared memory that other processes map by name (SPEC S4).
 With a name: attaches if the segment exists (sizes must match), else creates
 it. close() releases this handle (the mapping goes when no array or view uses
 it); unlink() removes the name. An unnamed segment is unlinked when its
-creator is gone; a named one lives until unlink(). Usable as a context
-manager (closes on exit).)doc")
+creator is gone, also when it is killed (a watcher process removes the names
+of a process that ended without cleaning up); a named one lives until
+unlink(). A new segment takes its memory from /dev/shm when it is created:
+genesis.OutOfMemoryError says so if there is too little free, instead of a
+SIGBUS at a later write. Usable as a context manager (closes on exit).)doc")
       .def(py::init(&make), py::arg("shape"), py::arg("dtype"), py::arg("shared_memory_name") = py::none())
       .def_static(
           "create",

@@ -1,10 +1,10 @@
-// genesis.Storage (SPEC S1, S2, S6): a refcounted buffer of shape x dtype on
+// genesis.Storage: a refcounted buffer of shape x dtype on
 // one device, bound over genesis::Storage (storage/storage.h). Lifetime and
 // NumPy export: Note [Python storage objects] and Note [Buffer export] in
 // storage_object.h. Allocating calls record the Python caller as the
 // allocation site (python_location.h) and release the GIL while they copy.
 //
-// Tensors (SPEC T) will take and return these objects: PyStorage and the
+// Tensors take and return these objects: PyStorage and the
 // helpers in storage_object.h / py_values.h are their interface.
 #include <pybind11/stl.h>
 
@@ -88,7 +88,7 @@ std::string repr(const PyStorage& p) {
 
 void bind_storage(py::module_& m) {
   py::class_<PyStorage>(m, "Storage", py::custom_type_setup(setup_storage_buffer), R"doc(
-A refcounted buffer of ``shape`` x ``dtype`` on one device (SPEC S1).
+A refcounted buffer of ``shape`` x ``dtype`` on one device.
 
     s = genesis.Storage((2, 3), genesis.float32, device='cpu')   # uninitialised
     s = genesis.create_storage([[1, 2], [3, 4]], device='cuda')
@@ -115,12 +115,12 @@ CPU storages support the buffer protocol: numpy.asarray(s) shares memory.)doc")
       .def_property_readonly("nbytes", [](py::handle self_) { return live(self_).nbytes(); })
       .def_property_readonly("itemsize", [](py::handle self_) { return live(self_).itemsize(); })
       .def(
-          "size_bytes", [](py::handle self_) { return live(self_).nbytes(); }, "nbytes (the seed's spelling).")
+          "size_bytes", [](py::handle self_) { return live(self_).nbytes(); }, "nbytes under a second name.")
       .def("numel", [](py::handle self_) { return live(self_).numel(); })
       .def("element_size", [](py::handle self_) { return live(self_).itemsize(); })
       .def_property_readonly(
           "data_ptr", [](py::handle self_) { return reinterpret_cast<std::uintptr_t>(live(self_).data_ptr()); },
-          "Address of the first element (0 for an empty storage). A property, as in SPEC S1.")
+          "Address of the first element (0 for an empty storage). A property, not a method.")
       .def_property_readonly(
           "use_count", [](py::handle self_) { return self_of<PyStorage>(self_).storage.use_count(); },
           "Strong references to the memory: this object, NumPy exports, views and other handles (0 once closed).")

@@ -1,4 +1,4 @@
-// create_storage(data, device, dtype) from Python data (SPEC S1): nested
+// create_storage(data, device, dtype) from Python data: nested
 // lists and tuples of numbers, anything with the buffer protocol (NumPy
 // arrays of any layout, bytes, bytearray, memoryview, array.array), and
 // other storages.

@@ -1,4 +1,4 @@
-// inspect_storage and StorageTracker (SPEC S9), over storage/inspect.h.
+// inspect_storage and StorageTracker, over storage/inspect.h.
 // Results go to Python as plain dicts; python/genesis/_storage_inspect.py
 // turns them into StorageInfo / TrackedStorage objects.
 #include <pybind11/stl.h>

@@ -1,4 +1,4 @@
-// CUDA IPC of storages (SPEC S4, GPU part), over storage/cuda_ipc_storage.h:
+// CUDA IPC of GPU storages, over storage/cuda_ipc_storage.h:
 //   exporter: s = genesis.cuda.ipc_shareable_storage(shape, dtype); h = s.share_ipc()
 //   importer: t = genesis.Storage.from_ipc(h, shape, dtype)
 // The handle is IpcHandle::to_string(), printable ASCII, so it can travel

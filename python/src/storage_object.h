@@ -15,7 +15,7 @@
 // pages PROT_READ, where a write would kill the process with SIGSEGV. The
 // Python object carries a flag: exported buffers are read-only, and every
 // binding that writes (copy_, copy_storage, batch_copy targets) checks
-// writable_storage() first, with a message about the mode; the C++ storage
+// writable_storage_arg() first, with a message about the mode; the C++ storage
 // is marked read-only as well (Note [Read-only memory] in storage.h).
 //
 // Note [Buffer export]: the buffer protocol is implemented here rather than

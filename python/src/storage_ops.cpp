@@ -1,4 +1,4 @@
-// Whole-storage operations (SPEC S7, S8): convert_dtype, copy_storage,
+// Whole-storage operations: convert_dtype, copy_storage,
 // aligned_storage and BatchStorage. Thin: arguments are converted, the GIL is
 // released around the copies, allocations record the Python caller.
 #include <pybind11/stl.h>
@@ -80,7 +80,7 @@ void bind_storage_ops(py::module_& m) {
       "Uninitialised storage whose data_ptr is a multiple of `alignment` (a power of two).");
 
   py::class_<PyBatchStorage>(m, "BatchStorage", R"doc(
-Many copies at once, spread over several CUDA streams per GPU (SPEC S8).
+Many copies at once, spread over several CUDA streams per GPU.
 
     genesis.BatchStorage([a, b, c]).batch_copy([ga, gb, gc])   # any devices
     gpu = genesis.BatchStorage(host_storages).to('cuda')

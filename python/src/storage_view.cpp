@@ -1,4 +1,4 @@
-// genesis.StorageView(base, offset, shape, stride) (SPEC S3): a zero-copy
+// genesis.StorageView(base, offset, shape, stride): a zero-copy
 // strided window on a storage, bound over genesis::StorageView (bounds are
 // checked by C++ at construction). CPU views export their elements through
 // the buffer protocol with their strides (Note [Buffer export]), so
@@ -22,7 +22,7 @@ const StorageView& view_of(py::handle self) { return self_of<PyStorageView>(self
 
 void bind_storage_view(py::module_& m) {
   py::class_<PyStorageView>(m, "StorageView", py::custom_type_setup(setup_view_buffer), R"doc(
-A zero-copy strided view of a storage (SPEC S3).
+A zero-copy strided view of a storage.
 
     v = genesis.StorageView(base, offset, shape, stride)   # offset, strides in elements
     v.data_ptr == base.data_ptr + offset * base.itemsize

@@ -1,5 +1,5 @@
 // genesis.Tensor: the C++ Tensor (include/genesis/tensor/tensor.h) as a
-// pybind11 class, with its metadata and conversions (SPEC T1, T7).
+// pybind11 class, with its metadata and conversions.
 //
 // The Python object holds a genesis::Tensor by value (a refcounted handle), so
 // `del x` drops the last reference and the storage returns to its pool at

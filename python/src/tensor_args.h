@@ -1,9 +1,9 @@
-// Python argument conversion shared by the tensor bindings (issue 6, T).
+// Python argument conversion shared by the tensor bindings.
 //
 // Tensors take and return the public Python objects (genesis.float32,
 // genesis.device('cuda')), not the _C internals. Those objects are made in
 // Python (python/genesis/_dtype.py, _device.py); genesis/_tensor.py hands
-// them to C++ once at import (register_tensor_types), and C++ keeps a table
+// them to C++ once at import (_C._register_tensor_types), and C++ keeps a table
 // of them so that `t.dtype` and `t.device` are a table lookup, not a call
 // into Python, and `dtype=genesis.float32` is a pointer comparison.
 #pragma once

@@ -1,4 +1,4 @@
-// The parts of the genesis.Tensor binding, one file each (STYLE 2).
+// The parts of the genesis.Tensor binding, one file each (one concern per file).
 // bind_tensor (tensor.cpp, declared in bindings.h) makes the class and calls
 // these in order.
 #pragma once

@@ -1,4 +1,4 @@
-// Tensor creation from Python (SPEC T2): genesis.tensor(data), empty, zeros,
+// Tensor creation from Python: genesis.tensor(data), empty, zeros,
 // ones, full, arange, rand, randn, randint, *_like, manual_seed.
 //
 // empty() is the allocation round trip the benchmark times

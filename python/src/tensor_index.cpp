@@ -1,5 +1,5 @@
 // x[idx] and x[idx] = v with NumPy's semantics, through the C++ IndexPlan
-// (genesis::index / index_put, include/genesis/tensor/index.h; SPEC T5).
+// (genesis::index / index_put, include/genesis/tensor/index.h).
 //
 // This file only translates Python index objects into IndexItems:
 //   int, NumPy integer, __index__ objects -> int
@@ -205,7 +205,7 @@ void bind_tensor_index(TensorClass& cls) {
       .def(
           "_index_plan",
           [](const Tensor& x, py::handle index, py::object assign_scalar) {
-            // For tests and debugging: how x[index] would run (SPEC T5).
+            // For tests and debugging: how x[index] would run (its IndexPlan).
             std::vector<IndexItem> items = to_items(index);
             IndexPlan p;
             try {

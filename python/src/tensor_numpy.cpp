@@ -1,4 +1,4 @@
-// NumPy interop without copies (SPEC T7):
+// NumPy interop without copies:
 //   t.numpy()              an ndarray over the tensor's memory (CPU tensors);
 //                          the array holds a Tensor handle, so the storage
 //                          lives as long as the array; non-contiguous

@@ -1,4 +1,4 @@
-// Operators, math functions, reductions and matmul on genesis.Tensor (SPEC T3).
+// Operators, math functions, reductions and matmul on genesis.Tensor.
 //
 // Python numbers are weak scalars (TensorOrScalar holding a Scalar): the C++
 // promotion rules decide the result dtype (int32 tensor + 2 -> int32,

@@ -1,4 +1,4 @@
-// Shape operations (SPEC T4): views where the layout allows (view, transpose,
+// Shape operations: views where the layout allows (view, transpose,
 // permute, .T, flatten, squeeze, unsqueeze, expand), reshape (copies when it
 // must), and stack / cat / split / chunk.
 #include <vector>

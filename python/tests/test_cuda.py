@@ -1,4 +1,4 @@
-"""genesis.cuda (SPEC M3, M4, T6): behaviour without a GPU (clear CudaError,
+"""genesis.cuda: behaviour without a GPU (clear CudaError,
 is_available() False), and on a GPU the statistics moving with real
 allocations (skipped here when there is none)."""
 

@@ -1,4 +1,4 @@
-"""genesis.cuda runtime (SPEC T6): device queries and properties, streams,
+"""genesis.cuda runtime: device queries and properties, streams,
 events, and the stream() / device() context managers. Without a GPU every
 call that needs one raises genesis.CudaError; the GPU tests skip."""
 
@@ -122,7 +122,7 @@ def test_stream_context_restores_on_exceptions():
         with genesis.cuda.stream(s):
             raise KeyError("boom")
     assert genesis.cuda.current_stream() == default
-    with genesis.cuda.stream() as fresh:  # the seed's form: a new stream for the block
+    with genesis.cuda.stream() as fresh:  # as in torch.cuda: a new stream for the block
         assert fresh != default and genesis.cuda.current_stream() == fresh
     assert genesis.cuda.current_stream() == default
 

@@ -1,4 +1,4 @@
-"""DLPack exchange (issue 6): zero copy with NumPy in CI; with PyTorch and
+"""DLPack exchange: zero copy with NumPy in CI; with PyTorch and
 CuPy where they are importable (CPU and GPU variants; GPU ones skip without
 a GPU)."""
 

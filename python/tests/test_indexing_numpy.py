@@ -1,4 +1,4 @@
-"""NumPy differential test of indexing (SPEC T5, issue 6).
+"""NumPy differential test of indexing (basic, advanced and boolean indices).
 
 Thousands of seeded random index expressions (index_cases.py) over random
 shapes (0-5 dims, size-0 and size-1 dims included) and dtypes, mixing ints,
@@ -33,7 +33,7 @@ CPU scatter is serial and also keeps the last; CUDA keeps any): those cases
 are compared only for scalar values, which do not depend on the order.
 
 GENESIS_INDEX_CASES scales the number of cases (default 4000 reads and 2500
-writes, >= 3000 in CI as the issue asks); GENESIS_INDEX_SEED picks the seed.
+writes, >= 3000 in CI, enough to meet every index kind in many shapes); GENESIS_INDEX_SEED picks the seed.
 The counts actually run are printed (pytest -s) and written to
 $GENESIS_INDEX_REPORT when set.
 """
@@ -72,7 +72,7 @@ def _describe(a, index):
 
 def _expect_error(np_err, fn, description):
     """NumPy raised np_err: Genesis must raise the same class (IndexError
-    included: NumPy's IndexError is what the issue asks to match)."""
+    included: NumPy's IndexError is matched as well)."""
     cls = IndexError if isinstance(np_err, IndexError) else (ValueError, TypeError)
     try:
         fn()

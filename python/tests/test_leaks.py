@@ -1,4 +1,4 @@
-"""Leak debugging (SPEC M9): enable_memory_debugging / set_memory_debug,
+"""Leak debugging: enable_memory_debugging / set_memory_debug,
 check_memory_leaks() with Python locations and sizes."""
 
 import inspect

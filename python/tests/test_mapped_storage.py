@@ -1,4 +1,4 @@
-"""genesis.MappedStorage (SPEC S5): memory-mapped files with numpy.memmap's
+"""genesis.MappedStorage: memory-mapped files with numpy.memmap's
 modes r, r+, w+, c; data written survives the process."""
 
 import ctypes

@@ -1,4 +1,4 @@
-"""genesis.memory_manager (SPEC M5): collect_garbage, compact, warmup."""
+"""genesis.memory_manager: collect_garbage, compact, warmup."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Module-level statistics (SPEC M2, M3): genesis.memory_stats(),
+"""Module-level statistics: genesis.memory_stats(),
 detailed_memory_stats(), empty_cache(), on the host allocator and on a
 simulated GPU."""
 
@@ -31,7 +31,7 @@ def test_stats_dict_and_attribute_access_agree(host):
         assert stats.num_allocs == stats.num_allocations == 1
         assert stats.inactive_bytes == stats.inactive_split_bytes
         assert stats.cached_bytes == stats.reserved_bytes - stats.allocated_bytes
-        # Both seed spellings of the ratio.
+        # Both spellings of the ratio: a call and a value.
         expected = (stats.reserved_bytes - stats.allocated_bytes) / stats.reserved_bytes
         assert stats.fragmentation_ratio() == pytest.approx(expected)
         assert f"{stats.fragmentation_ratio:.2%}" == f"{expected:.2%}"

@@ -1,4 +1,4 @@
-"""Pinned host memory and genesis.cpu (SPEC M4)."""
+"""Pinned host memory and genesis.cpu."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Profiling (SPEC M7, M8): profile_memory(), enable_memory_profiling(),
+"""Profiling: profile_memory(), enable_memory_profiling(),
 memory_profiler.record() / get_report() / get_timeline(), Timeline.plot()."""
 
 import json
@@ -140,7 +140,7 @@ def test_enable_twice_keeps_the_running_session(host):
 
 
 def test_timeline_plot_without_a_path_shows(sim, monkeypatch):
-    # The seed's spelling, timeline.plot(), shows the figure: headless, with
+    # The short spelling, timeline.plot(), shows the figure: headless, with
     # the non-interactive Agg backend, showing does nothing.
     pytest.importorskip("matplotlib", reason="matplotlib (python3-matplotlib) is not installed")
     monkeypatch.setenv("MPLBACKEND", "Agg")

@@ -1,4 +1,4 @@
-"""genesis.SharedStorage (SPEC S4): POSIX shared memory, created or attached
+"""genesis.SharedStorage: POSIX shared memory, created or attached
 by name, shared between real processes (subprocess and multiprocessing with
 the 'spawn' start method)."""
 

@@ -1,5 +1,5 @@
 """The C++ caching allocator driven from Python on a simulated GPU: out of
-memory, limits, streams, maintenance and misuse (SPEC M1, M4, M5, M6)."""
+memory, limits, streams, maintenance and misuse."""
 
 import pytest
 

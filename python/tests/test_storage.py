@@ -1,4 +1,4 @@
-"""genesis.Storage and create_storage (SPEC S1, S2, S6): construction from
+"""genesis.Storage and create_storage: construction from
 Python data, NumPy interop without copies, moving and copying, and reference
 counting (``del s`` gives the block back at once). GPU variants skip without
 a GPU."""
@@ -260,7 +260,7 @@ def test_bfloat16_has_no_numpy_but_tolist_works(host):
     np.testing.assert_array_equal(genesis.convert_dtype(s, genesis.float32).numpy(), [1.0, 2.5, -3.0])
 
 
-# --- reference counting (S6) ---------------------------------------------------
+# --- reference counting ------------------------------------------------------
 def test_del_releases_the_block_at_once(host):
     s = genesis.Storage((MiB,), genesis.uint8)
     assert host.memory_allocated() == MiB

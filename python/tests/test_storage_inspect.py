@@ -1,5 +1,5 @@
-"""inspect_storage and StorageTracker (SPEC S9), and the Python allocation
-sites recorded for storages while memory debugging is on (SPEC M9)."""
+"""inspect_storage and StorageTracker, and the Python allocation
+sites recorded for storages while memory debugging is on."""
 
 import os
 import sys
@@ -22,7 +22,7 @@ def test_inspect_storage_fields_and_text(host):
     assert info.data_ptr == s.data_ptr and info.use_count >= 1
     assert info.pooled and not info.pinned and info.pool == "host" and info.block_size == 512
     assert info.pool_allocated >= 512 and info.pool_reserved >= info.pool_allocated
-    # The seed's dict view.
+    # The dict view.
     assert info["size_bytes"] == 12 and info["is_contiguous"] is True
     assert info["data_ptr"] == hex(s.data_ptr) and info["shape"] == (2, 3)
     assert info["memory_pool"]["pool"] == "host"

@@ -1,4 +1,4 @@
-"""CUDA IPC of storages (SPEC S4, GPU part): share_ipc() in one process,
+"""CUDA IPC of GPU storages: share_ipc() in one process,
 Storage.from_ipc() in another. Without a GPU: the errors say why."""
 
 import os

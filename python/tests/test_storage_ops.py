@@ -1,4 +1,4 @@
-"""convert_dtype, copy_storage, aligned_storage and BatchStorage (SPEC S7, S8)."""
+"""convert_dtype, copy_storage, aligned_storage and BatchStorage."""
 
 import pytest
 

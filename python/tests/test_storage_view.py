@@ -1,4 +1,4 @@
-"""genesis.StorageView (SPEC S3): zero-copy strided windows, bounds checked
+"""genesis.StorageView: zero-copy strided windows, bounds checked
 by C++, exported to NumPy with their strides."""
 
 import hashlib

@@ -1,5 +1,5 @@
-"""genesis.Tensor: metadata, creation, operators, reductions, shape ops
-(SPEC T1-T4, issue 6). Values are checked against NumPy."""
+"""genesis.Tensor: metadata, creation, operators, reductions, shape ops.
+Values are checked against NumPy."""
 
 import copy
 import operator

@@ -1,4 +1,4 @@
-"""CUDA tensors from Python (issue 6; skipped without a GPU). Transfers work
+"""CUDA tensors from Python (skipped without a GPU). Transfers work
 today; element-wise kernels arrive with the CUDA kernel work, and until then
 an op on a CUDA tensor raises a RuntimeError saying "not available on cuda
 yet" (those tests xfail instead of hiding it)."""

@@ -1,4 +1,4 @@
-"""NumPy interop without copies (SPEC T7, issue 6): t.numpy() and
+"""NumPy interop without copies: t.numpy() and
 genesis.from_numpy share memory both ways and keep each other alive;
 genesis.tensor(ndarray) copies."""
 

@@ -1,4 +1,4 @@
-"""Property tests: no input crashes the interpreter (issue 6). Random
+"""Property tests: no input crashes the interpreter. Random
 shapes, dtypes, indices and garbage objects go into every tensor entry point;
 each call either returns or raises one of the Python exceptions Genesis maps
 its errors to (TypeError, ValueError, IndexError, OverflowError,

@@ -1,4 +1,4 @@
-"""genesis.cuda: GPU queries, streams and GPU memory (SPEC M3, M4, T6).
+"""genesis.cuda: GPU queries, streams and GPU memory, named as in torch.cuda.
 
 Runtime: is_available(), device_count(), current_device(), set_device(),
 synchronize(), mem_get_info(), get_device_name(), get_device_capability(),

@@ -1,4 +1,4 @@
-"""Memory functions of genesis.cuda (SPEC M3, M4), PyTorch-style.
+"""Memory functions of genesis.cuda (statistics, limits, pinned memory), PyTorch-style.
 
 ``device=None`` is the current CUDA device. Without a GPU every function that
 reads or changes a GPU's allocator raises genesis.CudaError; arguments are

@@ -1,4 +1,4 @@
-"""CUDA runtime functions of genesis.cuda (SPEC T6): devices and their properties.
+"""CUDA runtime functions of genesis.cuda: devices and their properties.
 
 Without a GPU, is_available() is False, device_count() is 0 and every call
 that needs a GPU raises genesis.CudaError saying why (arguments are checked

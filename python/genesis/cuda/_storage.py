@@ -1,4 +1,4 @@
-"""GPU storages shared between processes (SPEC S4, GPU part).
+"""GPU storages shared between processes through CUDA IPC.
 
     s = genesis.cuda.ipc_shareable_storage((1024,), genesis.float32)
     handle = s.share_ipc()            # a string: send it to the other process

@@ -1,4 +1,4 @@
-"""CUDA streams and events of genesis.cuda (SPEC T6), as in torch.cuda.
+"""CUDA streams and events of genesis.cuda, as in torch.cuda.
 
     s = genesis.cuda.Stream()                 # a new stream on the current GPU
     with genesis.cuda.stream(s):              # current stream (and its device) inside the block
@@ -164,7 +164,7 @@ class stream:
     exceptions included. ``as`` gives the stream.
 
     ``genesis.cuda.stream()`` with no argument runs the block on a new stream
-    of the current GPU (the seed's asynchronous example); ``stream(None)`` is
+    of the current GPU (as torch.cuda.stream() with a new stream would); ``stream(None)`` is
     a no-op, as in torch. Without a GPU, creating or entering raises
     genesis.CudaError."""
 

@@ -1,7 +1,6 @@
-"""The Python examples of seed 002 (the storage layer) and the CUDA runtime
-calls of seed 004 (SPEC T6), written as in the seeds where they can run.
-Tensors do not exist yet, so seed 004's tensor lines are left out. On a
-machine without a GPU the seeds' 'cuda' device becomes the CPU (the GPU
+"""The storage layer and the CUDA runtime calls, written as user code calls
+them (storage-only: the tensor examples are in test_tensor_usage_examples.py).
+On a machine without a GPU the examples' 'cuda' device becomes the CPU (the GPU
 variants run where genesis.cuda.is_available())."""
 
 import multiprocessing
@@ -18,20 +17,20 @@ from conftest import HAS_CUDA, MiB, requires_cuda  # noqa: E402
 DEVICE = genesis.device("cuda") if HAS_CUDA else genesis.device("cpu")
 
 
-# --- seed 002: Storage interface and create_storage ---------------------------
-def test_seed002_create_storage_usage(host):
+# --- Storage interface and create_storage ----------------------------------
+def test_example_create_storage_usage(host):
     storage = genesis.create_storage([1, 2, 3], genesis.device("cuda") if HAS_CUDA else genesis.device("cpu"))
     assert storage.shape == (3,) and storage.dtype is genesis.int64 and storage.device == DEVICE
     assert storage.tolist() == [1, 2, 3]
     assert isinstance(storage.data_ptr, int) and storage.data_ptr != 0
 
 
-def test_seed002_unsupported_device_type_is_a_clear_error():
+def test_example_unsupported_device_type_is_a_clear_error():
     with pytest.raises(ValueError, match="invalid device"):
         genesis.create_storage([1, 2, 3], "tpu")
 
 
-def test_seed002_to_copy_clone(host):
+def test_example_to_copy_clone(host):
     cpu = genesis.create_storage([[1.0, 2.0], [3.0, 4.0]], genesis.device("cpu"))
     assert cpu.to(genesis.device("cpu")) is cpu  # "if device.is_cpu: return self"
     moved = cpu.to(DEVICE)
@@ -45,7 +44,7 @@ def test_seed002_to_copy_clone(host):
 
 
 @requires_cuda
-def test_seed002_cuda_storage_to_cpu_and_between_gpus():
+def test_example_cuda_storage_to_cpu_and_between_gpus():
     g = genesis.create_storage([1.5, 2.5], "cuda")
     assert g.to(genesis.device("cuda:0")) is g  # same device: itself
     c = g.to(genesis.device("cpu"))
@@ -54,9 +53,9 @@ def test_seed002_cuda_storage_to_cpu_and_between_gpus():
         assert g.to("cuda:1").tolist() == [1.5, 2.5]
 
 
-# --- seed 002: StorageView ------------------------------------------------------
-def test_seed002_storage_view(host):
-    base_storage = genesis.create_storage(bytes(range(32)))  # uint8: the seed's byte offsets
+# --- StorageView -------------------------------------------------------------
+def test_example_storage_view(host):
+    base_storage = genesis.create_storage(bytes(range(32)))  # uint8: offsets in bytes
     view = genesis.StorageView(base_storage, 8, (2, 4), (4, 1))
     assert view.data_ptr == base_storage.data_ptr + 8  # "self.base.data_ptr + self.offset"
     assert view.is_contiguous()  # "self.stride == expected_stride"
@@ -67,14 +66,14 @@ def test_seed002_storage_view(host):
     assert genesis.StorageView(f, 2, (2,), (1,)).data_ptr == f.data_ptr + 2 * 4
 
 
-# --- seed 002: SharedStorage and MappedStorage -----------------------------------
+# --- SharedStorage and MappedStorage ------------------------------------------
 def _read_shared(name, queue):
     shared = genesis.SharedStorage((4,), genesis.float32, shared_memory_name=name)  # "连接到共享内存"
     queue.put(shared.tolist())
     shared.close()
 
 
-def test_seed002_shared_storage_between_processes():
+def test_example_shared_storage_between_processes():
     owner = genesis.SharedStorage((4,), genesis.float32)  # "创建"
     np.asarray(owner)[:] = [1, 2, 3, 4]
     ctx = multiprocessing.get_context("spawn")
@@ -96,7 +95,7 @@ def test_seed002_shared_storage_between_processes():
     assert owner.unlink() is True
 
 
-def test_seed002_mapped_storage(tmp_path):
+def test_example_mapped_storage(tmp_path):
     filename = tmp_path / "dataset.bin"
     storage = genesis.MappedStorage(filename, (3, 4), genesis.float32, mode="w+")
     np.asarray(storage)[:] = 1.25
@@ -108,8 +107,8 @@ def test_seed002_mapped_storage(tmp_path):
     reread.close()
 
 
-# --- seed 002: reference counting and pooled storage ------------------------------
-def test_seed002_refcounted_and_pooled_storage(host):
+# --- reference counting and pooled storage -------------------------------------
+def test_example_refcounted_and_pooled_storage(host):
     storage = genesis.Storage((MiB,), genesis.uint8)
     assert storage.use_count == 1  # "self.ref_count = 1"
     view = genesis.StorageView(storage)
@@ -121,8 +120,8 @@ def test_seed002_refcounted_and_pooled_storage(host):
     assert host.memory_allocated() == 0 and host.memory_reserved() >= MiB
 
 
-# --- seed 002: storage operations ------------------------------------------------
-def test_seed002_convert_dtype(host):
+# --- storage operations -------------------------------------------------------
+def test_example_convert_dtype(host):
     storage = genesis.create_storage([1.5, 2.5, -3.5], DEVICE)
     converted = genesis.convert_dtype(storage, genesis.float16)
     assert converted.dtype is genesis.float16 and converted.device == storage.device
@@ -130,7 +129,7 @@ def test_seed002_convert_dtype(host):
     assert genesis.convert_dtype(storage, genesis.int32).tolist() == [1, 2, -3]
 
 
-def test_seed002_copy_storage_every_direction(host):
+def test_example_copy_storage_every_direction(host):
     devices = [genesis.device("cpu")] + ([genesis.device("cuda")] if HAS_CUDA else [])
     for src_device in devices:
         for dst_device in devices:
@@ -140,21 +139,21 @@ def test_seed002_copy_storage_every_direction(host):
             assert dst.tolist() == [1.0, 2.0, 3.0, 4.0], (src_device, dst_device)
 
 
-def test_seed002_aligned_storage(host):
+def test_example_aligned_storage(host):
     storage = genesis.aligned_storage((100,), genesis.float32, DEVICE, alignment=64)
     assert storage.data_ptr % 64 == 0 and storage.shape == (100,)
     assert genesis.aligned_storage((10,), genesis.float64, genesis.device("cpu"), 4096).data_ptr % 4096 == 0
 
 
-def test_seed002_batch_storage(host):
+def test_example_batch_storage(host):
     storages = [genesis.create_storage(np.full(1000, i, dtype=np.float32), DEVICE) for i in range(4)]
     targets = [genesis.Storage((1000,), genesis.float32, DEVICE) for _ in range(4)]
     genesis.BatchStorage(storages).batch_copy(targets)
     assert [t.tolist()[0] for t in targets] == [0.0, 1.0, 2.0, 3.0]
 
 
-# --- seed 002: inspection and leak tracking -----------------------------------------
-def test_seed002_inspect_storage(host, capsys):
+# --- inspection and leak tracking ------------------------------------------------
+def test_example_inspect_storage(host, capsys):
     storage = genesis.create_storage([1, 2, 3], DEVICE)
     info = genesis.inspect_storage(storage)
     print(info)
@@ -167,7 +166,7 @@ def test_seed002_inspect_storage(host, capsys):
         assert info["memory_pool"]["pool"].startswith("cuda")
 
 
-def test_seed002_storage_tracker(host):
+def test_example_storage_tracker(host):
     tracker = genesis.StorageTracker()
     kept = genesis.create_storage([1.0] * 256)
     dropped = genesis.create_storage([2.0] * 256)
@@ -181,9 +180,9 @@ def test_seed002_storage_tracker(host):
     assert tracker.total_allocated() == 0
 
 
-# --- seed 004: CUDA runtime (T6) ----------------------------------------------
-def test_seed004_diagnose_cuda_errors(capsys):
-    # The except branch of seed 004's diagnose_cuda_errors(), without the tensors.
+# --- CUDA runtime -----------------------------------------------------
+def test_example_diagnose_cuda_errors(capsys):
+    # The except branch of a diagnose_cuda_errors() helper, without the tensors.
     if genesis.cuda.is_available():
         print(f"CUDA设备: {genesis.cuda.get_device_name()}")
         print(f"CUDA能力: {genesis.cuda.get_device_capability()}")
@@ -196,7 +195,7 @@ def test_seed004_diagnose_cuda_errors(capsys):
 
 
 @requires_cuda
-def test_seed004_async_stream_block(cuda0):
+def test_example_async_stream_block(cuda0):
     with genesis.cuda.stream():
         x = genesis.create_storage(np.ones((1000, 1000), dtype=np.float32), device="cuda")
         y = x.clone()
@@ -205,7 +204,7 @@ def test_seed004_async_stream_block(cuda0):
 
 
 @requires_cuda
-def test_seed004_good_memory_practice(cuda0):
+def test_example_good_memory_practice(cuda0):
     before = genesis.cuda.memory_allocated()
     with genesis.cuda.device(0):
         x = genesis.Storage((1000, 1000), genesis.float32, "cuda")
@@ -216,7 +215,7 @@ def test_seed004_good_memory_practice(cuda0):
 
 
 @requires_cuda
-def test_seed004_memory_snapshot_entries(cuda0):
+def test_example_memory_snapshot_entries(cuda0):
     x = genesis.Storage((1 << 20,), genesis.float32, "cuda")
     snapshot = genesis.cuda.memory_snapshot()
     assert any(entry["address"] <= x.data_ptr < entry["address"] + entry["size"] for entry in snapshot)

@@ -1,7 +1,7 @@
-"""The Python memory calls of seeds 000 and 001 that exist so far, written as
-in the seeds. Tensors do not exist yet, so allocations are made with
+"""The Python memory calls (device methods, statistics, profiling, leak
+checks, maintenance), written as user code calls them. Allocations are made with
 genesis.testing.device_allocate; on a machine without a GPU the 'cuda'
-device of the seeds becomes the CPU device (the GPU variants run where
+device of the examples becomes the CPU device (the GPU variants run where
 genesis.cuda.is_available())."""
 
 import pytest
@@ -32,8 +32,8 @@ def _free(dev, p):
     testing.device_free(dev, p)
 
 
-# --- seed 001: device methods -------------------------------------------------
-def test_seed001_device_memory_methods(dev):
+# --- device methods -------------------------------------------------------------
+def test_example_device_memory_methods(dev):
     allocated = dev.memory_allocated()
     assert f"{allocated / 1e6:.1f} MB" == "0.0 MB"
     p = _alloc(dev, 2 * MiB)
@@ -45,7 +45,7 @@ def test_seed001_device_memory_methods(dev):
     _free(dev, p)
 
 
-def test_seed001_memory_stats_keys(dev):
+def test_example_memory_stats_keys(dev):
     p = _alloc(dev, MiB)
     _free(dev, p)
     stats = dev.memory_stats()
@@ -58,7 +58,7 @@ def test_seed001_memory_stats_keys(dev):
     assert stats["num_allocations"] == 1
 
 
-def test_seed001_summary_empty_cache_reset(dev):
+def test_example_summary_empty_cache_reset(dev):
     p = _alloc(dev, MiB)
     _free(dev, p)
     assert "Allocated memory" in dev.memory_summary()
@@ -68,7 +68,7 @@ def test_seed001_summary_empty_cache_reset(dev):
     assert dev.memory_stats()["num_allocations"] == 0
 
 
-def test_seed001_realtime_hit_rate(dev):
+def test_example_realtime_hit_rate(dev):
     dev.reset_memory_stats()
     rates = []
     for i in range(100):
@@ -84,7 +84,7 @@ def test_seed001_realtime_hit_rate(dev):
     assert rates == sorted(rates)
 
 
-def test_seed001_efficiency_analysis(dev):
+def test_example_efficiency_analysis(dev):
     p = _alloc(dev, 3 * MiB)
     stats = dev.memory_stats()
     efficiency = stats["allocated_bytes"] / stats["reserved_bytes"]
@@ -94,7 +94,7 @@ def test_seed001_efficiency_analysis(dev):
     _free(dev, p)
 
 
-def test_seed001_profile_memory(dev):
+def test_example_profile_memory(dev):
     with genesis.profiler.profile_memory() as prof:
         x = _alloc(dev, 8 * MiB)
         y = _alloc(dev, 8 * MiB)
@@ -104,17 +104,17 @@ def test_seed001_profile_memory(dev):
     assert f"{prof.peak_memory() / 1e6:.1f} MB" == f"{16 * MiB / 1e6:.1f} MB"
 
 
-def test_seed001_oom_protection(sim):
+def test_example_oom_protection(sim):
     try:
         sim.allocate(100000 * 100000 * 4)
     except RuntimeError as e:
-        assert "Out of memory" in str(e)  # "CUDA OOM" on a GPU: test_seed001_oom_on_gpu
+        assert "Out of memory" in str(e)  # "CUDA OOM" on a GPU: test_example_oom_on_gpu
     else:
         pytest.fail("no out-of-memory error")
 
 
 @requires_cuda
-def test_seed001_oom_on_gpu():
+def test_example_oom_on_gpu():
     try:
         testing.device_allocate("cuda", 100000 * 100000 * 400)
     except RuntimeError as e:
@@ -123,7 +123,7 @@ def test_seed001_oom_on_gpu():
         pytest.fail("no out-of-memory error")
 
 
-def test_seed001_memory_debug_checkpoints(dev):
+def test_example_memory_debug_checkpoints(dev):
     genesis.set_memory_debug(True)
     log = []
 
@@ -141,8 +141,8 @@ def test_seed001_memory_debug_checkpoints(dev):
                    "after free: 0.0MB allocated, 0.0% hit rate"]
 
 
-# --- seed 000 -------------------------------------------------------------------
-def test_seed000_basic_configuration(host):
+# --- configuration, monitoring, profiling, leaks -------------------------------------------------------------------
+def test_example_basic_configuration(host):
     if HAS_CUDA:
         genesis.cuda.set_memory_fraction(0.9)
         genesis.cuda.set_cache_size("2GB")
@@ -166,7 +166,7 @@ def test_seed000_basic_configuration(host):
     testing.device_free(stats.device, p)
 
 
-def test_seed000_optimize_memory_usage(host):
+def test_example_optimize_memory_usage(host):
     p = testing.host_allocate(5 * MiB)
     testing.host_free(p)
 
@@ -179,7 +179,7 @@ def test_seed000_optimize_memory_usage(host):
     assert genesis.memory_stats("cpu").reserved_bytes == 0
 
 
-def test_seed000_monitor_memory(sim):
+def test_example_monitor_memory(sim):
     keep = [sim.allocate(8 * MiB) for _ in range(4)]
     for p in keep[::2]:
         sim.free(p)
@@ -193,7 +193,7 @@ def test_seed000_monitor_memory(sim):
         sim.free(p)
 
 
-def test_seed000_profiling_report(host):
+def test_example_profiling_report(host):
     genesis.enable_memory_profiling(True)
     x = testing.host_allocate(3 * 4)
     y = testing.host_allocate(3 * 4)
@@ -205,7 +205,7 @@ def test_seed000_profiling_report(host):
     genesis.enable_memory_profiling(False)
 
 
-def test_seed000_memory_timeline(sim, tmp_path):
+def test_example_memory_timeline(sim, tmp_path):
     with genesis.memory_profiler.record():
         model = sim.allocate(64 * MiB)
         data = sim.allocate(16 * MiB)
@@ -219,7 +219,7 @@ def test_seed000_memory_timeline(sim, tmp_path):
     assert (tmp_path / "timeline.png").exists()
 
 
-def test_seed000_leak_detection(sim):
+def test_example_leak_detection(sim):
     genesis.enable_memory_debugging(True)
 
     def train_model():
@@ -233,7 +233,7 @@ def test_seed000_leak_detection(sim):
     sim.free(kept)
 
 
-def test_seed000_analyze_memory_usage(sim):
+def test_example_analyze_memory_usage(sim):
     big = sim.allocate(120 * MiB)
     stats = genesis.detailed_memory_stats(sim)
     lines = [f"total {stats.total_allocated / 1e9:.2f} GB", f"peak {stats.peak_allocated / 1e9:.2f} GB",
@@ -245,7 +245,7 @@ def test_seed000_analyze_memory_usage(sim):
     sim.free(big)
 
 
-def test_seed000_pinned_blocks():
+def test_example_pinned_blocks():
     if HAS_CUDA:
         buf = genesis.allocate_pinned(4096)
         assert genesis.is_pinned(buf)

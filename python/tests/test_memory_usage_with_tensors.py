@@ -1,7 +1,7 @@
-"""The tensor-using Python examples of seeds 000 and 001 (memory management),
-written as in the seeds now that tensors exist (test_seed_examples.py has the
-allocator-only ones). The seeds' `device = genesis.device('cuda')` becomes the
-CPU device without a GPU; sizes the seeds use on the GPU are kept where the
+"""Memory management with tensors, written as user code does it
+(test_memory_usage_examples.py has the allocator-only calls). The examples'
+`device = genesis.device('cuda')` becomes the CPU device without a GPU;
+sizes used on the GPU are kept where the
 CPU can afford them (noted where reduced)."""
 
 import pytest
@@ -22,7 +22,7 @@ def device(host):
     d.empty_cache()
 
 
-def test_seed000_preallocate_and_small_allocations(device):
+def test_example_preallocate_and_small_allocations(device):
     buffer = genesis.empty((1000000,), device=str(device))
     assert buffer.shape == (1000000,) and buffer.device == device
     for i in range(1000):
@@ -30,7 +30,7 @@ def test_seed000_preallocate_and_small_allocations(device):
     assert x.tolist() == [999]
 
 
-def test_seed000_reuse_buffers_and_inplace(device):
+def test_example_reuse_buffers_and_inplace(device):
     class Batch:
         def __init__(self, n):
             self.input = genesis.ones(8, 16, device=str(device)) * n
@@ -49,8 +49,8 @@ def test_seed000_reuse_buffers_and_inplace(device):
     assert x.tolist() == [1.0] * 4
 
 
-def test_seed001_profile_memory(device):
-    n = 4096 if HAS_CUDA else 512  # the seed's 4096 x 4096 matmul is seconds of CPU time
+def test_example_profile_memory(device):
+    n = 4096 if HAS_CUDA else 512  # a 4096 x 4096 matmul is seconds of CPU time
     with genesis.profiler.profile_memory() as prof:
         x = genesis.rand(n, n, device=device)
         y = genesis.matmul(x, x.T)
@@ -59,7 +59,7 @@ def test_seed001_profile_memory(device):
     assert prof.peak_memory() >= 2 * n * n * 4
 
 
-def test_seed001_realtime_cache_hit_rate(device):
+def test_example_realtime_cache_hit_rate(device):
     device.reset_memory_stats()
     for i in range(100):
         x = genesis.rand(1000, 1000, device=device)
@@ -72,7 +72,7 @@ def test_seed001_realtime_cache_hit_rate(device):
     assert device.memory_allocated() == 0
 
 
-def test_seed001_memory_checkpoints(device):
+def test_example_memory_checkpoints(device):
     genesis.set_memory_debug(True)
     try:
         def memory_checkpoint(name):
@@ -91,8 +91,8 @@ def test_seed001_memory_checkpoints(device):
         genesis.set_memory_debug(False)
 
 
-def test_seed001_oom_protection(device):
-    # The seed's 40 GB request fits on a 141 GB H200, so cap what the pool may
+def test_example_oom_protection(device):
+    # A 40 GB request fits on a 141 GB H200, so cap what the pool may
     # reserve below it (the CPU never tries 40 GB at all), as a memory
     # fraction would in production.
     if HAS_CUDA:

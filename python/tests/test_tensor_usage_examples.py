@@ -1,10 +1,11 @@
-"""Every Python example of seed 004 (CUDA tensors), as tests (issue 6, T).
+"""Typical tensor code (creation, operations, indexing, streams, memory calls),
+written as a user would, as tests.
 
 Each runs on the CPU and on CUDA (skipped without a GPU; on a GPU before the
 CUDA kernels land, an op the kernels do not cover yet raises "not available
-on cuda yet", and that test is marked xfail rather than hidden). Sizes are the
-seed's; the timing examples assert nothing about speed (a shared CI machine),
-only that both paths give the same result. Seed sketches that are not Genesis
+on cuda yet", and that test is marked xfail rather than hidden). Sizes are those of
+real use; the timing examples assert nothing about speed (a shared CI machine),
+only that both paths give the same result. Patterns that are not Genesis
 API (the Triton kernel, AsyncMemoryPool, IndexPlan as a Python dataclass) are
 covered by what they describe: the IndexPlan kinds via Tensor._index_plan.
 """
@@ -182,7 +183,7 @@ def test_memory_pool_example(device):
 @pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")
 def test_async_stream_example():
     if not hasattr(genesis.cuda, "stream"):
-        pytest.skip("genesis.cuda.stream() is not bound yet (CUDA runtime, issue 6)")
+        pytest.skip("genesis.cuda.stream() is not bound yet (CUDA runtime bindings)")
 
     def body():
         with genesis.cuda.stream():
@@ -198,7 +199,7 @@ def test_access_patterns(device):
     def inefficient_access():
         x = genesis.randn(1000, 1000, device=device)
         result = genesis.zeros(1000, device=device)
-        for i in range(0, 1000, 50):  # the seed's loop, every 50th row (CI time)
+        for i in range(0, 1000, 50):  # the usual loop, every 50th row (CI time)
             result[i] = x[i, ::10].sum()
         return x, result
 
