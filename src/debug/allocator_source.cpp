@@ -29,7 +29,7 @@ class AllocatorSource final : public MemorySource {
     free_blocks_.assign(allocators_.size(), 0);
     free_blocks_at_.assign(allocators_.size(), 0);
     // The first look at each allocator's peaks, so that peaks from before
-    // the source opened are not reported as the session's.
+    // the source opened are not reported as peaks seen while it was open.
     for (std::size_t i = 0; i < allocators_.size(); ++i) {
       MemorySample ignored;
       source_util::fill_from_stats(ignored, allocators_[i].allocator->stats(), peaks_[i]);

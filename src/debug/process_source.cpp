@@ -105,7 +105,7 @@ class ProcessMemorySource : public MemorySource {
     if (gpus_.empty()) devices_.push_back(SourceDevice{"host", "host memory", host_total()});
     peaks_.resize(devices_.size());
     // The first look at the published peaks, so that peaks from before the
-    // source opened are not reported as the session's.
+    // source opened are not reported as peaks seen while it was open.
     if (const auto published = memory::read_published(pid_)) {
       for (std::size_t i = 0; i < devices_.size(); ++i) {
         if (const memory::PublishedDevice* d = published->find(devices_[i].id)) {

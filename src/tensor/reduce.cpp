@@ -166,7 +166,7 @@ Tensor nonzero(const Tensor& x) {
   detail::check_defined(x, "nonzero");
   Tensor mask = x.dtype() == DType::kBool ? x : x.ne(0);
   // The result's size depends on the data: the count goes to the host
-  // (a synchronisation on CUDA, SPEC T5 mask compaction).
+  // (a synchronisation on CUDA, as for boolean-mask indexing).
   const std::int64_t count = x.numel() == 0 ? 0 : mask.sum().item().to_int64();
   Tensor out = empty({count, x.dim()}, TensorOptions(DType::kInt64, x.device()));
   if (count > 0 && x.dim() > 0) {

@@ -1,4 +1,4 @@
-// Allocation traces: reading and writing the CSV trace format (STYLE 11).
+// Allocation traces: reading and writing the CSV trace format.
 //
 // Format (data/traces/README.md): a header `time_us,action,addr,size,stream`
 // and one line per event. `action` is one of the names event_action_name()

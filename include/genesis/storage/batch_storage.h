@@ -1,4 +1,4 @@
-// BatchStorage: many copies at once, spread over several CUDA streams (SPEC S8).
+// BatchStorage: many copies at once, spread over several CUDA streams.
 //
 // A GPU has separate copy engines for each direction and runs kernels next
 // to them; copies issued on one stream run one after another, copies on

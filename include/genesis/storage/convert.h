@@ -1,4 +1,4 @@
-// convert_dtype: element-wise dtype conversion of raw CPU buffers (SPEC S7).
+// convert_dtype: element-wise dtype conversion of raw CPU buffers.
 //
 // Note [Cast semantics]: the rules follow NumPy's and PyTorch's `astype` /
 // `.to(dtype)` on CPU, with every case C++ leaves undefined given a fixed,

@@ -1,5 +1,5 @@
 // convert_dtype_cuda: element-wise dtype conversion of device buffers on a
-// CUDA stream (SPEC S7, GPU half). The results are bit-for-bit those of the
+// CUDA stream. The results are bit-for-bit those of the
 // CPU convert_dtype (genesis/storage/convert.h, Note [Cast semantics]) for
 // every pair of the ten dtypes and every input, NaN payloads included; the
 // GPU tests compare the two exhaustively for 16-bit sources and all 2^32

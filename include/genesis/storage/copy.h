@@ -1,4 +1,4 @@
-// Copies between every pair of devices (SPEC S2, S7).
+// Copies between every pair of devices (CPU, pinned host, GPU).
 //
 // Note [Copy paths]:
 //   cpu  -> cpu    memcpy (several threads for large buffers)
@@ -47,7 +47,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 /// done. Throws InvalidArgumentError for a size mismatch.
 void copy_storage_bytes(const Storage& src, Storage& dst, bool non_blocking = false);
 
-/// SPEC S7 copy_storage(src, dst): dst.copy_(src) (converts the dtype when
+/// copy_storage(src, dst): dst.copy_(src) (converts the dtype when
 /// the two differ; element counts must match).
 inline void copy_storage(const Storage& src, Storage& dst, bool non_blocking = false) {
   dst.copy_(src, non_blocking);
@@ -69,11 +69,12 @@ std::size_t collect_completed_copies();
 void parallel_memcpy(void* dst, const void* src, std::size_t nbytes);
 
 /// How pageable host memory is staged (Note [Staged copies]). Tunable for
-/// benchmarks; the defaults were measured on an H200 host.
-/// On the H200 host (16 cores) 1 GiB pageable -> device ran at 53.7 GB/s with
-/// 16 MiB x 4 buffers x 16 threads, 49 GB/s with 8 threads, and 11-17 GB/s
-/// with 2-4 MiB chunks, whose per-chunk costs (waking threads, event waits)
-/// no longer hide behind the copy (bench/RESULTS.md, staging sweep).
+/// benchmarks; the defaults were the fastest measured on a 16-core GPU host:
+/// 16 MiB x 4 buffers x 16 threads. Fewer threads were slower, and 2-4 MiB
+/// chunks much slower: their per-chunk costs (waking threads, event waits) no
+/// longer hide behind the copy (figures: bench/RESULTS.md, "Storage copies",
+/// and the sweep in bench/HISTORY.md, "Storage copies with the tuned staging
+/// defaults").
 struct StagingOptions {
   std::size_t chunk_bytes = std::size_t{16} << 20;  // largest pinned staging buffer
   int buffers = 4;                                   // buffers in flight

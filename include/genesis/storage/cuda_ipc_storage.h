@@ -1,4 +1,4 @@
-// GPU storages shared between processes through CUDA IPC (SPEC S4, GPU part).
+// GPU storages shared between processes through CUDA IPC.
 //
 //   exporter:  Storage s = ipc_shareable_storage({1024}, DType::kFloat32, cuda0);
 //              cuda::IpcHandle h = export_storage(s);   // send h.to_string()

@@ -1,4 +1,5 @@
-// inspect_storage and StorageTracker (SPEC S9).
+// inspect_storage and StorageTracker: what a storage is, and which storages are
+// still alive.
 //
 // Note [Tracking without a second ledger]: the caching allocator already
 // knows every live block (its size, stream and allocation site), so the

@@ -1,5 +1,5 @@
 // MappedStorage: a shape*dtype buffer backed by a memory-mapped file, with
-// numpy.memmap's modes (SPEC S5).
+// numpy.memmap's modes.
 #pragma once
 
 #include <cstddef>

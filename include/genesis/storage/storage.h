@@ -1,4 +1,4 @@
-// Storage: a refcounted buffer on one device (SPEC S1, S2, S6).
+// Storage: a refcounted buffer on one device.
 //
 // Note [Storage ownership]: a Storage is a handle to one StorageImpl, which
 // owns {pointer, bytes, device, deleter} plus the shape and dtype the buffer
@@ -13,7 +13,7 @@
 // upgrade to a strong reference while it is. The object itself is deleted
 // when both counts reach zero, the same scheme as std::shared_ptr and
 // c10::intrusive_ptr, kept intrusive so that one heap object per storage is
-// all it costs (bindings hold the raw pointer; incref/decref, SPEC S6).
+// all it costs (bindings hold the raw pointer and call incref/decref).
 //
 // Note [Read-only memory]: a storage made over memory that must not be
 // written (a read-only NumPy array, one over `bytes`, a PROT_READ mapping,
@@ -57,7 +57,7 @@ namespace genesis {
 
 using memory::StreamId;
 
-/// Sentinel for "the current stream of the storage's device" (SPEC T6): what
+/// Sentinel for "the current stream of the storage's device": what
 /// every storage operation uses unless a stream is passed explicitly.
 inline constexpr StreamId kCurrentStream = ~StreamId{0};
 
@@ -90,7 +90,7 @@ class StorageImpl {
 
   std::int64_t use_count() const noexcept { return strong_.load(std::memory_order_acquire); }
 
-  /// S6: manual reference counting for bindings and C callers. decref()
+  /// Manual reference counting for bindings and C callers. decref()
   /// releases the memory at zero and may delete the object: the caller's
   /// pointer is dangling after its last decref.
   void incref() noexcept { strong_.fetch_add(1, std::memory_order_relaxed); }
@@ -148,7 +148,7 @@ class Storage {
   static Storage zeros(std::vector<std::int64_t> shape, DType dtype, Device device,
                        StreamId stream = kCurrentStream);
   /// Like empty() with the data pointer aligned to `alignment` bytes (a
-  /// power of two; SPEC S7 aligned_storage). Throws InvalidArgumentError
+  /// power of two; see aligned_storage). Throws InvalidArgumentError
   /// otherwise.
   static Storage aligned(std::vector<std::int64_t> shape, DType dtype, Device device,
                          std::size_t alignment = 64);
@@ -232,7 +232,7 @@ class WeakStorage {
   StorageImpl* impl_ = nullptr;
 };
 
-// ------------------------------------------------------------------ S1 ---
+// ------------------------------------------------------ create_storage ---
 namespace detail {
 template <typename T>
 constexpr DType dtype_of() {
@@ -250,7 +250,7 @@ constexpr DType dtype_of() {
 }
 }  // namespace detail
 
-/// SPEC S1 create_storage: a storage on `device` holding `count` elements of
+/// create_storage: a storage on `device` holding `count` elements of
 /// `src_dtype` read from host memory `data`, converted to `dtype` (default:
 /// the source dtype). Shape {count}. Picks the CPU or CUDA storage from the
 /// device; a device that does not exist is an InvalidArgumentError.
@@ -266,13 +266,14 @@ Storage create_storage(const std::vector<T>& data, Device device, std::optional<
   return create_storage(std::span<const T>(data.data(), data.size()), device, dtype);
 }
 
-/// SPEC S7 aligned_storage(shape, dtype, device, alignment=64).
+/// aligned_storage(shape, dtype, device, alignment=64): an empty storage whose
+/// data pointer is aligned to `alignment` bytes (SIMD loads, O_DIRECT I/O).
 inline Storage aligned_storage(std::vector<std::int64_t> shape, DType dtype, Device device,
                                std::size_t alignment = 64) {
   return Storage::aligned(std::move(shape), dtype, device, alignment);
 }
 
-/// SPEC S7 convert_dtype: a new storage on the same device holding `src`
+/// convert_dtype: a new storage on the same device holding `src`
 /// converted to `dtype` (Note [Cast semantics] in storage/convert.h).
 Storage convert_dtype(const Storage& src, DType dtype);
 

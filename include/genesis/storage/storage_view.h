@@ -1,4 +1,4 @@
-// StorageView: a zero-copy strided window on a Storage (SPEC S3).
+// StorageView: a zero-copy strided window on a Storage.
 #pragma once
 
 #include <cstddef>

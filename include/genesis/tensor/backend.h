@@ -1,4 +1,4 @@
-// The kernel interface every device implements (issue 5).
+// The kernel interface every device implements (CPU, CUDA).
 //
 // Note [Kernel tables]: a backend is a table of plain function pointers, one
 // table per device type (ggml's design). Tensor code never branches on CPU vs

@@ -1,4 +1,5 @@
-// Tensor creation (SPEC T2) and the random generator's seed.
+// Tensor creation (empty, zeros, ones, full, arange, rand, from data) and the
+// random generator's seed.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +52,7 @@ void manual_seed(std::uint64_t seed);
 /// The current seed.
 std::uint64_t initial_seed();
 
-/// A tensor over a StorageView's elements (zero copy; SPEC S3 -> T1).
+/// A tensor over a StorageView's elements (zero copy: the tensor shares the view's storage).
 Tensor from_storage_view(const StorageView& view);
 
 /// A tensor of `shape` holding `count` values of `src_dtype` read from host

@@ -1,4 +1,4 @@
-// NumPy indexing through an IndexPlan (SPEC T5).
+// NumPy indexing through an IndexPlan.
 //
 // Note [Advanced indexing]: an index list is split into basic items (ints,
 // slices, Ellipsis, NewAxis) and advanced ones (integer and bool tensors;
@@ -102,7 +102,7 @@ enum class IndexKind : std::uint8_t {
 
 const char* index_kind_name(IndexKind k) noexcept;
 
-/// How an index expression will run (SPEC T5). Built by plan_index /
+/// How an index expression will run. Built by plan_index /
 /// plan_index_put, and what index() / index_put() execute: a VIEW is
 /// `view` itself, FILL and COPY write into `view`, GATHER and SCATTER run
 /// the device's gather/scatter kernel over `view` restrided by

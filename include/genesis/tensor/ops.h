@@ -1,4 +1,4 @@
-// Element-wise operations, reductions and matmul as free functions (SPEC T3).
+// Element-wise operations, reductions and matmul as free functions.
 //
 // Element-wise operations broadcast their operands (NumPy rule) and compute
 // in the promoted dtype (Note [Type promotion] in tensor/promotion.h). A

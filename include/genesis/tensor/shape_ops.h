@@ -1,4 +1,5 @@
-// Shape operations that combine tensors (SPEC T2 stack, T4).
+// Shape operations over several tensors or shapes: stack, cat, broadcasting,
+// and the size and stride rules of views.
 #pragma once
 
 #include <vector>

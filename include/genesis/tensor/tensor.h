@@ -1,4 +1,4 @@
-// Tensor: sizes, strides and an offset over a Storage (SPEC T1).
+// Tensor: sizes, strides and an offset over a Storage.
 //
 // Note [Tensor handles]: a Tensor is a refcounted handle to a TensorImpl
 // {storage, shape, strides, offset, dtype}. Copying a Tensor shares the

@@ -204,12 +204,11 @@ __global__ void __launch_bounds__(kThreads) ew_strided_kernel(E e, Iter<E::kOps>
 // row (blockIdx.y) and a chunk of kRowsThreads * kRowsUnroll elements of it
 // (blockIdx.x): the row's base offsets are computed once per block, and each
 // element's offset is a multiply by the inner stride, with no per-element
-// division. One wave of the grid then covers many rows at once. Measured
-// against the grid-stride strided kernel with divisions per element (H100,
-// scratch variants run in one process with PyTorch 2.11, 2026-11-25):
-// m[::2, ::3] 1.086x PyTorch vs 1.024x, m[::2] 1.236x, m[:, ::2] 1.109x,
-// m[:, ::4] 1.066x; 256 x 4 was the best shape over the four (512 x 2 and
-// 512 x 4 within 1%, 1024 x 2 3-10% slower).
+// division. One wave of the grid then covers many rows at once. It beat the
+// grid-stride strided kernel with divisions per element on every strided
+// slice measured, and 256 threads x 4 elements was the best block shape over
+// them (figures: bench/HISTORY.md, "Strided copies: the element-wise row
+// path").
 constexpr int kRowsThreads = 256;
 constexpr int kRowsUnroll = 4;
 constexpr std::int64_t kRowsMinInner = 256;

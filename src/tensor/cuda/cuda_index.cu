@@ -178,14 +178,13 @@ __global__ void __launch_bounds__(kRowThreads) gather_rows_kernel(char* out, con
 // work before its loads is one index load, and consecutive blocks (the
 // order the scheduler starts them in) read different rows: the blocks of a
 // wave spread over many source rows rather than walking a few rows segment
-// by segment. Each block moves kLeanRowBytes (2 KiB) of a row. Measured
-// (H100, 8192 random rows of 32 KiB, scratch variants timed in one process
-// with PyTorch 2.11, whose vectorized_gather_kernel uses the same grid
-// order, 2026-11-25): rows in blockIdx.x with 128 threads x 16 B 1.087x
-// PyTorch; 2 x 16 B per thread 1.050x, 256 x 16 B 1.039x, 64 x 16 B
-// 1.067x; the earlier order (segments in blockIdx.x, 4 KiB per block) 0.959x
-// and no shape of it better than 0.984x; streaming stores +0.8%, read-only
-// loads +0.1% (not used: within noise).
+// by segment. Each block moves kLeanRowBytes (2 KiB) of a row. PyTorch's
+// vectorized_gather_kernel uses the same grid order. Rows in blockIdx.x with
+// 128 threads x 16 B was the fastest shape measured, ahead of PyTorch, while
+// no shape of the earlier order (segments in blockIdx.x) caught up with it;
+// streaming stores and read-only loads moved it by less than the noise and
+// are not used (figures: bench/HISTORY.md, "Row gather: rows in
+// blockIdx.x").
 constexpr int kLeanRowThreads = 128;
 constexpr int kLeanRowBytes = 2048;
 
@@ -378,13 +377,12 @@ bool try_gather_rows(cudaStream_t stream, const StridedOperand& out, const Strid
     }
     // Small blocks, each one row segment of kRowUnroll packs per thread
     // (all loads in flight before any store), many of them: the block
-    // scheduler keeps every SM busy to the end. Measured on an H200 with
-    // 8192 rows of 32 KiB (device runs of 2026-11-21): a block per whole
-    // row 0.955x PyTorch, one wave of persistent blocks sharing the rows
-    // evenly 0.91x, 128 x 4 packs (this) 0.965x, 128 x 8 or 256 x 4 the
-    // same, 128 x 2 0.85x, 128 x 1 0.70x; streaming stores no better;
-    // the Hopper bulk-copy engine (one cp.async.bulk pair per 8-32 KiB
-    // segment through shared memory) 0.955-0.959x.
+    // scheduler keeps every SM busy to the end. On 8192 rows of 32 KiB,
+    // 128 threads x 4 packs was the fastest of the shapes tried: a block per
+    // whole row, one wave of persistent blocks, fewer packs per thread,
+    // streaming stores and the Hopper bulk-copy engine (cp.async.bulk
+    // through shared memory) were all slower (figures: bench/HISTORY.md,
+    // "GPU index checks without a host wait, one-pass sums").
     // Short rows: TY rows per block.
     const int tx = units >= kRowThreads ? kRowThreads : units >= 64 ? 64 : 32;
     const int ty = kRowThreads / tx;

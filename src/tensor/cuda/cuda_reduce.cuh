@@ -511,8 +511,10 @@ void launch_reduce(const LaunchScope& scope, int device, const StridedOperand& o
   }
   if (!columns && g.num_out == 1 && tx == kRowThreads && g.splits > 1) {
     g.done = reduce_done_counter(device, scope.stream_id());
-    // Interleaved splits: 1 GiB float32 sum on an H200 at 1.024x PyTorch,
-    // against 0.990x with one contiguous chunk per split (2026-11-21).
+    // Interleaved splits: a 1 GiB float32 sum runs ahead of PyTorch with
+    // them and behind it with one contiguous chunk per split (figures:
+    // bench/HISTORY.md, "GPU index checks without a host wait, one-pass
+    // sums").
     g.interleave = g.done != nullptr && row_vec;
   }
   const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(g.splits));
