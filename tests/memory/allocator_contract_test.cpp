@@ -71,11 +71,12 @@ INSTANTIATE_TEST_SUITE_P(Simulated, AllocatorContractTest,
                          contract_case_name);
 
 
-// --- Simulated device only: out of memory and the memory controls (M4) ------
+// --- Simulated device only: out of memory and the memory controls ----------
 
 class SimulatedControlsTest : public ::testing::Test {
  protected:
-  // Classic segments throughout: the expected sizes below follow SPEC M1.
+  // Classic segments throughout: the expected sizes below follow the size rules
+  // restated in tests/support/allocator_test_util.h.
   CachingAllocator& make(std::size_t capacity, AllocatorOptions o = {}) {
     o.expandable_segments = AllocatorOptions::Expandable::kOff;
     a_.reset();

@@ -1,6 +1,6 @@
 // Statistics, summaries, snapshots, large-allocation reports and the event
 // history of the caching allocator, checked with exact values on scripted,
-// single-threaded sequences (SPEC M2, M8).
+// single-threaded sequences.
 #include <gtest/gtest.h>
 
 #include <chrono>

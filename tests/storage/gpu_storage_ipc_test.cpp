@@ -1,4 +1,4 @@
-// Two real processes share GPU storages through CUDA IPC (SPEC S4): the
+// Two real processes share GPU storages through CUDA IPC: the
 // parent exports, a second process (this binary started again) imports,
 // checks and rewrites the data, and the parent sees the new values.
 #include <gtest/gtest.h>

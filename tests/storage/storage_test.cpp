@@ -1,5 +1,5 @@
 // CPU tests of Storage, StorageView, the copy engine's host paths,
-// inspect_storage, StorageTracker and BatchStorage (SPEC S1-S3, S6-S9).
+// inspect_storage, StorageTracker and BatchStorage.
 #include "genesis/storage/storage.h"
 
 #include <gtest/gtest.h>

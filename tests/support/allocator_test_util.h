@@ -24,7 +24,7 @@ inline constexpr std::size_t GiB = 1024 * MiB;
 
 inline std::uintptr_t addr_of(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
-/// The allocator's size rules, restated independently of its sources (SPEC M1)
+/// The allocator's size rules, restated independently of its sources
 /// so that a change in either shows up as a test failure.
 inline constexpr std::size_t round512(std::size_t n) { return (n + 511) / 512 * 512; }
 inline constexpr std::size_t round_up(std::size_t n, std::size_t m) { return (n + m - 1) / m * m; }
@@ -46,7 +46,7 @@ inline constexpr std::size_t expected_fresh_block_size(std::size_t n) {
   return seg - r > 1 * MiB ? r : seg;
 }
 
-/// Options for tests that assert the classic segment layout of SPEC M1
+/// Options for tests that assert the classic segment layout
 /// (2 MiB small segments, 20 MiB / rounded large segments): expandable
 /// segments off. Tests of expandable segments say so explicitly.
 inline AllocatorOptions classic(AllocatorOptions o = {}) {

@@ -1,4 +1,4 @@
-// Tensor creation, metadata, conversions (SPEC T1, T2).
+// Tensor creation, metadata, conversions.
 #include <gtest/gtest.h>
 
 #include "genesis/cuda/runtime.h"

@@ -725,7 +725,7 @@ TEST_F(GpuKernels, ArgReduce) {
 
 // ------------------------------------------------------ gather / scatter ---
 
-// One int64 index operand of `iter_sizes` (broadcast along `free_dims`)
+// One int64 index operand of `iter_sizes` (broadcast along the dims not in `varying`)
 // with values in [-size, size).
 View make_index(const std::vector<std::int64_t>& iter_sizes, const std::vector<int>& varying, std::int64_t size,
                 bool unique = false) {

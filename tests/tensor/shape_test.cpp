@@ -112,7 +112,7 @@ TEST(TensorShape, StackCatSplitChunk) {
   EXPECT_EQ(ch[0].numel(), 4);
   EXPECT_EQ(ch[2].numel(), 2);
   EXPECT_EQ(m.chunk(3, 1).size(), 3u);
-  // The seed's batching example: stack then reduce over dims (1, 2).
+  // Batching: stack then reduce over dims (1, 2).
   std::vector<Tensor> mats;
   for (int i = 0; i < 4; ++i) mats.push_back(full({5, 5}, i));
   EXPECT_EQ(stack(mats).sum({1, 2}).tolist<float>(), (std::vector<float>{0, 25, 50, 75}));
