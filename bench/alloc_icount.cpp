@@ -1,7 +1,7 @@
 // Instructions per allocator operation, for a profiler to count.
 //
 // Timings on a shared 2-core box and on the GPU machines move by 10-50%
-// between minutes (bench/RESULTS.md, "The GPU machines' CPUs today"), more
+// between minutes (bench/HISTORY.md, "The GPU machines' CPUs today"), more
 // than most allocator changes. Instruction counts do not: this program runs a
 // fixed number of alloc+free pairs of one pattern with no timing and no
 // calibration, so that a run under cachegrind with N pairs and one with 2N

@@ -636,8 +636,8 @@ Result run_mixed(A& a, const MixedSequence& seq, const Config& cfg,
 /// second hardware thread of each core, and so on. Two benchmark threads on
 /// the two hyper-threads of one core share its pipelines and L1, so a
 /// scaling figure with thread 7 next to thread 0 measured the core, not the
-/// allocator (the 16-vCPU GPU machine's own thread-local ceiling read
-/// 5.1-7.2x with plain top-down pinning). Topology from sysfs
+/// allocator (with plain top-down pinning the 16-vCPU GPU machine's own
+/// thread-local ceiling, a loop without an allocator, read well under 8x). Topology from sysfs
 /// (topology/core_id, physical_package_id); without it, plain top-down order.
 /// Staying off CPU 0 as long as possible keeps interrupts and unpinned helper
 /// threads (the CUDA driver's) away. Same order for every allocator measured.
@@ -718,9 +718,10 @@ inline void pin_to_cpu(int cpu) {
 ///   a fixed window (window_ns > 0): every thread runs chunks of pairs until
 ///     the window ends, and the pairs of all threads are counted. On the GPU
 ///     machines the vCPUs run at different speeds from second to second, and
-///     with fixed work 8 threads waited for the slowest one: 4.7-5.6x at
-///     ~5 ns per pair together while single threads read 24-41 ns by CPU
-///     and minute (bench/RESULTS.md, eleventh session).
+///     with fixed work 8 threads waited for the slowest one, so the speed-up
+///     moved with the one-thread figure, not with the allocator (figures:
+///     bench/HISTORY.md, "Eight threads: the slowest vCPU sets the fixed-work
+///     figure").
 /// Throws std::runtime_error if a worker failed.
 /// Thread tid runs on the (tid + first_cpu)-th CPU of bench_cpu_order().
 template <class MakeWorker>
@@ -864,7 +865,7 @@ void run_thread_suite(MakeWorker&& make_worker, const Config& cfg, Reporter& rep
       // speed by a quarter from one second to the next, and each on its own
       // (bench/RESULTS.md). Timed one after the other, the 1-thread base and
       // the 8-thread run fell in different phases, and one CPU stood for
-      // "one thread": speed-ups of 3.5x and 7.8x came from the same code. So
+      // "one thread": the same code read speed-ups a factor two apart. So
       // each repetition times every thread count in turn, the speed-up is
       // the median of the repetitions' own ratios, and the single thread
       // moves to the next CPU each repetition.

@@ -8,7 +8,8 @@
 #   WHICH=gather,slice,slice2,transpose,prof REPS=31 python3 bench/kernel_variants.py
 #
 # prof prints the kernels PyTorch launches for the same ops (name, grid,
-# block). Figures and what was kept: bench/RESULTS.md, "Sixth session".
+# block). Figures and what was kept: bench/HISTORY.md, "Row gather: rows in
+# blockIdx.x" and "Strided copies: the element-wise row path".
 import os, sys, time, statistics
 import numpy as np
 import torch, cupy as cp

@@ -1,7 +1,7 @@
 // machine_probe: how fast this machine's CPU runs the kinds of work the
 // allocator's CPU-side benchmarks are made of, so that allocator figures
 // from different machines (the dev box, the GPU machines, the machine the
-// anchors were measured on) can be told apart from changes in Genesis.
+// reference figures were measured on) can be told apart from changes in Genesis.
 //
 //   build/machine_probe        (pin it: taskset -c N build/machine_probe)
 //
@@ -9,8 +9,8 @@
 // independent chains (issue width), a pointer chase through 16 KiB .. 64 MiB
 // (L1, L2, L3 and DRAM latency; 4 KiB pages and transparent huge pages), the
 // cost of clock_gettime (coarse and precise) and of an uncontended mutex.
-// Measured on the dev box and an H100 machine: bench/RESULTS.md, "Sixth
-// session".
+// Measured on the dev box and an H100 machine: bench/HISTORY.md, "The GPU
+// machine's CPU, measured".
 #include <chrono>
 #include <cstdio>
 #include <cstdint>

@@ -3,9 +3,10 @@
 //
 //   torch_alloc_interleaved [--reps N] [--rep-ms MS]
 //
-// Why: the lent GPU machines' CPUs change speed by up to ~1.7x from one
-// minute to the next (2026-11-25: the same Genesis hot pair read 21 ns and
-// 35 ns in one alloc_bench run, phases of tens of seconds), and alloc_bench
+// Why: the GPU machines' CPUs change speed by more than half from one
+// minute to the next (the same Genesis hot pair reads fast and slow phases of
+// tens of seconds within one alloc_bench run; bench/HISTORY.md, "The GPU
+// machines' CPUs today"), and alloc_bench
 // and torch_alloc_bench run one after the other, so the ratio of their
 // figures mixes the allocators with the machine's phase. Here both see the
 // same phases: each repetition of one is next to a repetition of the other.

@@ -1,4 +1,4 @@
-// Storage copies, Genesis and PyTorch side by side in one process (issue 4):
+// Storage copies, Genesis and PyTorch side by side in one process:
 //   h2d_pinned    1 GiB host (pinned) -> device
 //   d2h_pinned    1 GiB device -> host (pinned)
 //   h2d_pageable  1 GiB host (pageable) -> device

@@ -1,5 +1,5 @@
 // Tensor ops on the GPU, Genesis and PyTorch (ATen) side by side in one
-// process (issue 5, goals in README / ANCHORS.md):
+// process (reference figures and goals: bench/RESULTS.md):
 //   copy          d2d copy_ of 1 GiB fp32
 //   add           a + b, 256 Mi fp32 elements
 //   sum           sum of 256 Mi fp32 elements

@@ -1,4 +1,4 @@
-// The seed 004 examples (creation, operations, indexing, memory calls) in
+// Typical tensor code (creation, operations, indexing, memory calls) in
 // C++. Usage: tensor_demo [cpu|cuda]   (default cpu; CUDA needs the CUDA
 // kernels, which are registered separately: until then every CUDA operation
 // reports "<op> is not available on cuda yet").

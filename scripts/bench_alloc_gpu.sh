@@ -141,8 +141,8 @@ for pat, size, what in (("threads_hot", str(MiB), "hot 1 MiB"), ("threads_mixed"
         ROWS.append((f"{n} thr {what}, fixed window", pat + "_window", size, n) + goal)
 
 
-# ../shared/ANCHORS.md: PyTorch's caching allocator on the anchor machine,
-# ns per pair. The goals are stated against these "as ratios measured side by
+# Reference figures: PyTorch's caching allocator on the reference machine, ns
+# per pair (bench/RESULTS.md, "Reference figures and goals"). The goals are stated against these "as ratios measured side by
 # side in one run": a goal of G ns where PyTorch took A ns asks for Genesis to
 # be A / G times faster than PyTorch in the same run. The machines lent differ
 # in speed by a quarter and more (bench/RESULTS.md), which moves both
@@ -210,13 +210,13 @@ def interleaved(path):
 
 
 def ratio_goals():
-    """The goals as ANCHORS.md states them: hot and mixed as ratios to PyTorch
+    """The goals as ratios: hot and mixed as ratios to PyTorch
     measured side by side (torch_alloc_interleaved: one process, repetitions
     alternating, so both see the same machine phase; the table above runs
     the two programs minutes apart); thread scaling from the table above,
     beside the machine's own ceiling measured in the same run."""
     inter = interleaved(interleaved_log)
-    rows = ["| goal (ANCHORS.md) | Genesis | PyTorch | PyTorch / Genesis | wanted | met |",
+    rows = ["| goal (as a ratio to PyTorch) | Genesis | PyTorch | PyTorch / Genesis | wanted | met |",
             "|---|---:|---:|---:|---:|---|"]
     for (pattern, size), anchor in PYTORCH_ANCHOR.items():
         goal = next(v for _, p, sz, t, k, v in ROWS if (p, sz, t, k) == (pattern, size, "1", "ns"))
@@ -294,11 +294,11 @@ md = [
     f"- command: `{env.get('COMMAND', '')}` (raw output: alloc_bench.log, torch_alloc_bench.log, *.json)",
     "",
     "ns per alloc+free pair, median of the repetitions. Thread rows: wall time / total pairs of all",
-    "threads, (aggregate speedup vs 1 thread). Goals are Genesis's (SPEC), checked on the Genesis (cuda) column.",
+    "threads, (aggregate speedup vs 1 thread). Goals are Genesis's absolute ones, checked on the Genesis (cuda) column.",
     "",
     table(main_cols, with_goal=True, baseline=("PyTorch", PYTORCH)),
     "",
-    "The goals as ANCHORS.md states them, ratios measured side by side (hot and mixed: the",
+    "The goals as ratios to PyTorch's reference figures, measured side by side (hot and mixed: the",
     "interleaved run, torch_alloc_interleaved.log, medians; threads: the Genesis (cuda) column above):",
     "",
     ratio_goals(),
