@@ -8,21 +8,6 @@
 
 namespace genesis::debug {
 
-std::vector<ReferenceResult> reference_results(std::string_view trace_path) {
-  const std::size_t slash = trace_path.find_last_of('/');
-  const std::string_view file = slash == std::string_view::npos ? trace_path : trace_path.substr(slash + 1);
-  if (file.rfind("gpt2_train", 0) == 0) {
-    // data/traces/README.md: PyTorch 2.11 replaying this trace through its
-    // C++ API on an H200: peak reserved, reserved / live, ns per event.
-    return {
-        {"PyTorch native", 16'521'363'456ull, 1.146, 1099},
-        {"PyTorch expandable_segments", 15'424'552'960ull, 1.070, 3010},
-        {"cudaMallocAsync", 15'133'048'832ull, 1.050, 2638},
-    };
-  }
-  return {};
-}
-
 std::string format_thousands(std::uint64_t value) {
   std::string digits = std::to_string(value);
   std::string out;
@@ -93,7 +78,7 @@ std::string format_trace_summary(const Trace& trace) {
 }
 
 std::string format_replay_table(const std::vector<ReplayResult>& results,
-                                const std::vector<ReferenceResult>& references) {
+                                const std::optional<ReferenceFigures>& references) {
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"configuration", "peak live", "peak reserved", "reserved/live", "ns/event", "upstream alloc/free",
                   "OOMs", "unknown frees"});
@@ -104,9 +89,9 @@ std::string format_replay_table(const std::vector<ReplayResult>& results,
                         format_thousands(static_cast<std::uint64_t>(r.upstream_frees)),
                     format_thousands(r.ooms), format_thousands(r.unknown_frees)});
   }
-  if (!references.empty()) {
-    rows.push_back({std::string(kReferenceLabel) + ":"});
-    for (const ReferenceResult& ref : references) {
+  if (references) {
+    rows.push_back({references->label + ":"});
+    for (const ReferenceResult& ref : references->results) {
       rows.push_back({"  " + ref.allocator, "-", format_thousands(ref.peak_reserved_bytes),
                       fixed(ref.reserved_per_live, 3), ref.ns_per_event > 0 ? fixed(ref.ns_per_event, 0) : "-", "-",
                       "-", "-"});

@@ -55,7 +55,7 @@ TEST(GpuReplayTest, BundledGpt2EveryConfiguration) {
     EXPECT_GE(r.reserved_per_live, 1.0);
     EXPECT_EQ(r.allocated_after_cleanup, 0);
   }
-  std::printf("%s", format_replay_table(results, reference_results(p)).c_str());
+  std::printf("%s", format_replay_table(results, load_reference_figures(p)).c_str());
 }
 
 }  // namespace
