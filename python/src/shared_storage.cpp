@@ -71,8 +71,11 @@ A storage in POSIX shared memory that other processes map by name.
 With a name: attaches if the segment exists (sizes must match), else creates
 it. close() releases this handle (the mapping goes when no array or view uses
 it); unlink() removes the name. An unnamed segment is unlinked when its
-creator is gone; a named one lives until unlink(). Usable as a context
-manager (closes on exit).)doc")
+creator is gone, also when it is killed (a watcher process removes the names
+of a process that ended without cleaning up); a named one lives until
+unlink(). A new segment takes its memory from /dev/shm when it is created:
+genesis.OutOfMemoryError says so if there is too little free, instead of a
+SIGBUS at a later write. Usable as a context manager (closes on exit).)doc")
       .def(py::init(&make), py::arg("shape"), py::arg("dtype"), py::arg("shared_memory_name") = py::none())
       .def_static(
           "create",

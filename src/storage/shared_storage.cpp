@@ -13,6 +13,8 @@
 
 #include "genesis/core/error.h"
 #include "genesis/storage/detail/nbytes.h"
+#include "shm_space.h"
+#include "shm_watcher.h"
 
 namespace genesis::storage {
 
@@ -64,9 +66,11 @@ bool SharedStorage::open_and_map(bool create, bool soft) {
     GENESIS_THROW(InvalidArgumentError, msg);
   };
   if (create) {
-    if (::ftruncate(fd, static_cast<off_t>(nbytes_)) != 0) {
-      fail(genesis::detail::str_cat("SharedStorage: cannot size shared memory '", name_, "' to ", nbytes_,
-                           " bytes: ", errno_text(errno)));
+    // Sized and reserved before anyone can attach at the right size, so that
+    // no process ever maps pages /dev/shm cannot give (Note [Reserving shared
+    // memory]). A zero-byte segment needs neither.
+    if (nbytes_ > 0) {
+      if (auto err = detail::size_and_reserve_shm(fd, nbytes_, name_)) fail(err->message, err->out_of_space);
     }
   } else {
     struct stat st {};
@@ -112,10 +116,14 @@ SharedStorage::SharedStorage(std::vector<int64_t> shape, DType dtype, std::optio
     GENESIS_THROW(InvalidArgumentError, "SharedStorage: could neither attach to nor create '", name_,
                   "' (it keeps appearing and disappearing)");
   }
+  // The watcher runs before the first unnamed segment exists, so that none
+  // outlives this process however it ends (Note [Shared memory watcher]).
+  detail::ensure_shm_watcher();
   // A stale segment from a dead process with a recycled pid may hold a name:
   // skip such names instead of failing.
+  const std::string prefix = "/" + detail::unnamed_shm_prefix();
   for (int attempt = 0; attempt < 64; ++attempt) {
-    name_ = genesis::detail::str_cat("/genesis-", ::getpid(), "-", g_name_counter.fetch_add(1));
+    name_ = genesis::detail::str_cat(prefix, g_name_counter.fetch_add(1));
     if (open_and_map(/*create=*/true, /*soft=*/true)) {
       auto_unlink_ = true;
       return;

@@ -12,7 +12,12 @@
 // consumer attaches; the caller decides when to unlink()). Auto-unlink only
 // happens in the process that created the name: a fork()ed child that
 // inherits the object and runs its destructor unmaps its copy but leaves the
-// name alone.
+// name alone. When the creator ends without running destructors (_exit, a
+// signal, daemon threads at interpreter exit), a watcher process removes its
+// unnamed names (Note [Shared memory watcher], src/storage/shm_watcher.h).
+// A new segment takes its memory from /dev/shm when it is created, so that a
+// shortage is an error there and not a SIGBUS at a later write (Note
+// [Reserving shared memory], src/storage/shm_space.h).
 #pragma once
 
 #include <cstddef>
@@ -29,11 +34,14 @@ namespace genesis::storage {
 /// Move-only; the mapping is released by close() or the destructor. Not
 /// synchronised: do not close() while another thread uses data().
 /// Operating-system failures are reported as InvalidArgumentError carrying
-/// the name and strerror, except an mmap ENOMEM, which is OutOfMemoryError.
+/// the name and strerror, except a lack of memory (not enough free space in
+/// /dev/shm for a new segment, an mmap ENOMEM), which is OutOfMemoryError
+/// saying what was asked, what is free and how to get more.
 class SharedStorage {
  public:
   /// With no name: creates a fresh segment under a generated unique name
-  /// ("/genesis-<pid>-<counter>"), owned, auto-unlinked on destruction.
+  /// ("/genesis-<pid>-<counter>"), owned, auto-unlinked on destruction or,
+  /// failing that, by the watcher when this process ends.
   /// With a name: attaches if the name exists (sizes must match), otherwise
   /// creates it (owned, not auto-unlinked); a creation race with another
   /// process is resolved by attaching.
