@@ -12,11 +12,13 @@
 
 #include "command.h"
 #include "genesis/core/bytes.h"
+#include "genesis/core/error.h"
 #include "genesis/debug/replay.h"
 #include "genesis/debug/replay_reference.h"
 #include "genesis/debug/replay_report.h"
 #include "genesis/debug/trace.h"
 #include "progress_bar.h"
+#include "replay_corpus.h"
 
 namespace genesis::tools {
 
@@ -27,6 +29,7 @@ using json = nlohmann::ordered_json;
 
 struct ReplayArgs {
   std::string trace;
+  std::string corpus;  // a folder: every trace in it (replay_corpus.h)
   std::string capacity;
   std::string device = "sim";
   std::vector<std::string> configs;
@@ -85,13 +88,16 @@ json result_json(const debug::ReplayResult& r) {
 }
 
 int run_replay(const ReplayArgs& args) {
+  GENESIS_CHECK(args.trace.empty() != args.corpus.empty(),
+                args.trace.empty() ? "replay: name a trace file, or a folder of traces with --corpus DIR"
+                                   : "replay: give a trace file or --corpus DIR, not both");
   // Everything that can be wrong with the options fails before the trace is read.
   const std::size_t capacity = args.capacity.empty() ? 0 : genesis::parse_bytes(args.capacity);
   const debug::ReplayDevice device = debug::parse_replay_device(args.device);
   const memory::SimulatedDevice::VmmCost vmm_cost = memory::SimulatedDevice::VmmCost::parse(args.sim_vmm_cost);
   std::vector<std::string> names = args.configs;
   if (names.empty()) {
-    if (args.compare) {
+    if (args.compare || !args.corpus.empty()) {
       for (const auto& c : debug::known_replay_configs()) names.push_back(c.name);
     } else {
       names.push_back("genesis");
@@ -106,6 +112,10 @@ int run_replay(const ReplayArgs& args) {
   }
 
   const bool show_progress = !args.no_progress && (args.progress || stderr_is_terminal());
+  if (!args.corpus.empty()) {
+    return run_replay_corpus(
+        {args.corpus, device, std::move(configs), args.repeat, args.warmup, args.json, show_progress});
+  }
   if (show_progress) std::fprintf(stderr, "reading %s ...", args.trace.c_str());
   const debug::Trace trace = debug::read_trace(args.trace == "-" ? "/dev/stdin" : args.trace);
   if (show_progress) std::fputs("\r\033[K", stderr);
@@ -174,8 +184,10 @@ Command add_replay_command(CLI::App& app) {
                 "reserved vs peak live bytes and ns per event");
   sub->add_option("trace", args->trace,
                   "Trace file: time_us,action,addr,size,stream (data/traces/README.md), or a PyTorch memory "
-                  "snapshot (torch.cuda.memory._dump_snapshot; its busiest device); - reads standard input")
-      ->required();
+                  "snapshot (torch.cuda.memory._dump_snapshot; its busiest device); - reads standard input");
+  sub->add_option("--corpus", args->corpus,
+                  "Replay every trace in this folder (NAME.trace.csv[.gz], NAME.pickle; NAME.json sidecars give "
+                  "PyTorch's figures) through every configuration (or the --config ones): one table");
   sub->add_option("--capacity", args->capacity,
                   "Simulated device size, e.g. 80GB (default 1 TiB, the most it allows); with --device cuda a cap "
                   "on reserved memory");
