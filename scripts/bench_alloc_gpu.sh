@@ -147,7 +147,7 @@ for pat, size, what in (("threads_hot", str(MiB), "hot 1 MiB"), ("threads_mixed"
 # be A / G times faster than PyTorch in the same run. The machines lent differ
 # in speed by a quarter and more (bench/RESULTS.md), which moves both
 # allocators alike; the ratio is what carries from one machine to another.
-PYTORCH_ANCHOR = {("hot", str(512)): 321.0, ("hot", str(64 << 10)): 326.0, ("hot", str(MiB)): 337.0,
+PYTORCH_REFERENCE = {("hot", str(512)): 321.0, ("hot", str(64 << 10)): 326.0, ("hot", str(MiB)): 337.0,
                   ("hot", str(8 * MiB)): 359.0, ("hot", str(256 * MiB)): 283.0, ("mixed", "mixed"): 533.0}
 BASELINE = {"allocator": "baseline", "upstream": "none"}
 
@@ -218,17 +218,17 @@ def ratio_goals():
     inter = interleaved(interleaved_log)
     rows = ["| goal (as a ratio to PyTorch) | Genesis | PyTorch | PyTorch / Genesis | wanted | met |",
             "|---|---:|---:|---:|---:|---|"]
-    for (pattern, size), anchor in PYTORCH_ANCHOR.items():
+    for (pattern, size), reference in PYTORCH_REFERENCE.items():
         goal = next(v for _, p, sz, t, k, v in ROWS if (p, sz, t, k) == (pattern, size, "1", "ns"))
         key = f"hot {size}" if pattern == "hot" else pattern
         label = f"hot {size_label(size)}" if pattern == "hot" else "mixed, 64 live"
-        want = anchor / goal
+        want = reference / goal
         if key not in inter:
-            rows.append(f"| {label}: {goal:g} ns where PyTorch took {anchor:g} | - | - | - | {want:.1f}x | n/a |")
+            rows.append(f"| {label}: {goal:g} ns where PyTorch took {reference:g} | - | - | - | {want:.1f}x | n/a |")
             continue
         g, t = inter[key]
         got = t / g if g > 0 else 0.0
-        rows.append(f"| {label}: {goal:g} ns where PyTorch took {anchor:g} | {fmt_ns(g)} | {fmt_ns(t)} | {got:.1f}x "
+        rows.append(f"| {label}: {goal:g} ns where PyTorch took {reference:g} | {fmt_ns(g)} | {fmt_ns(t)} | {got:.1f}x "
                     f"| {want:.1f}x | {'yes' if got >= want else 'NO'} |")
     for pat, size, what in (("threads_hot", str(MiB), "hot 1 MiB"), ("threads_mixed", "mixed", "mixed random")):
         for suffix, how in (("", "fixed work"), ("_window", "fixed window")):
