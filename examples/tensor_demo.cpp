@@ -7,6 +7,8 @@
 #include <iostream>
 #include <string>
 
+#include "genesis/cuda/device.h"
+
 #include "genesis/memory/device_allocators.h"
 #include "genesis/tensor/api.h"
 
@@ -126,7 +128,7 @@ void memory_calls(Device dev) {
 
 int main(int argc, char** argv) {
   try {
-    const Device dev = argc > 1 ? Device::parse(argv[1]) : Device{};
+    const Device dev = argc > 1 ? genesis::cuda::parse_device(argv[1]) : Device{};
     std::cout << "Genesis tensor demo on " << dev << "\n";
     creation(dev);
     operations(dev);

@@ -1,4 +1,4 @@
-// Fuzz target: Device::parse, the parser of device strings ("cpu", "cuda",
+// Fuzz target: cuda::parse_device, the parser of device strings ("cpu", "cuda",
 // "cuda:0").
 //
 // A string that names no device, or a CUDA device this machine lacks (every
@@ -14,6 +14,7 @@
 
 #include "genesis/core/device.h"
 #include "genesis/core/error.h"
+#include "genesis/cuda/device.h"
 
 namespace {
 
@@ -31,12 +32,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   genesis::Device d;
   try {
-    d = genesis::Device::parse(text);
+    d = genesis::cuda::parse_device(text);
   } catch (const genesis::InvalidArgumentError&) {
     return 0;
   }
   FUZZ_REQUIRE(d.is_cpu() == (text == "cpu"));
   FUZZ_REQUIRE(d.index() >= 0);
-  FUZZ_REQUIRE(genesis::Device::parse(d.str()) == d);
+  FUZZ_REQUIRE(genesis::cuda::parse_device(d.str()) == d);
   return 0;
 }

@@ -4,7 +4,7 @@ and controls.
     d = genesis.device('cuda')      # also 'cuda:1', 'cpu', genesis.device('cuda', 1), genesis.device(0)
     d.memory_allocated(); d.memory_stats()['cache_hit_rate']; d.empty_cache()
 
-Parsing and validation are C++'s (genesis::Device::parse): a string that is
+Parsing and validation are C++'s (genesis::cuda::parse_device): a string that is
 not 'cpu', 'cuda' or 'cuda:N', or a GPU this machine does not have, raises
 ValueError. The CPU device's allocator is the host allocator.
 """

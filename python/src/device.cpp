@@ -6,6 +6,7 @@
 #include "bindings.h"
 #include "genesis/core/bytes.h"
 #include "genesis/core/device.h"
+#include "genesis/cuda/device.h"
 
 namespace genesis::python {
 
@@ -13,7 +14,7 @@ void bind_device(py::module_& m) {
   py::class_<Device>(m, "Device")
       // Parses and validates: "cpu", "cuda", "cuda:N". ValueError otherwise,
       // including a CUDA device this machine does not have.
-      .def(py::init([](const std::string& text) { return Device::parse(text); }), py::arg("text"))
+      .def(py::init([](const std::string& text) { return genesis::cuda::parse_device(text); }), py::arg("text"))
       .def_property_readonly("type", [](const Device& d) { return d.is_cpu() ? "cpu" : "cuda"; })
       .def_property_readonly("index", [](const Device& d) { return d.index(); })
       .def("__str__", &Device::str)

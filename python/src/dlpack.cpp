@@ -38,6 +38,7 @@
 
 #include "genesis/core/checked_math.h"
 #include "genesis/core/error.h"
+#include "genesis/cuda/device.h"
 #include "genesis/cuda/stream.h"
 #include "genesis/tensor/api.h"
 #include "tensor_args.h"
@@ -168,7 +169,7 @@ py::object export_tensor(const Tensor& self, py::object stream, py::object max_v
     if (type != own.device_type || id != own.device_id) {
       if (!copy.is_none() && !copy.cast<bool>()) throw py::buffer_error("DLPack: dl_device differs and copy=False");
       if (type == kDLCPU) t = t.cpu();
-      else if (type == kDLCUDA) t = t.to(Device::parse("cuda:" + std::to_string(id)));
+      else if (type == kDLCUDA) t = t.to(genesis::cuda::parse_device("cuda:" + std::to_string(id)));
       else throw py::buffer_error("DLPack: unsupported dl_device type " + std::to_string(type));
     }
   }
@@ -235,7 +236,7 @@ Tensor import_dl(const DLTensor& dl, std::function<void()> release, bool read_on
   if (dl.device.device_type == kDLCPU || dl.device.device_type == kDLCUDAHost) {
     device = Device{};
   } else if (dl.device.device_type == kDLCUDA) {
-    device = Device::parse("cuda:" + std::to_string(dl.device.device_id));
+    device = genesis::cuda::parse_device("cuda:" + std::to_string(dl.device.device_id));
   } else {
     throw py::buffer_error("DLPack: device type " + std::to_string(dl.device.device_type) + " is not supported");
   }

@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "genesis/core/error.h"
+#include "genesis/cuda/device.h"
 #include "genesis/cuda/runtime.h"
 
 namespace genesis::python {
@@ -61,7 +62,7 @@ Device device_from_py(py::handle obj) {
     if (text.rfind("cuda", 0) == 0 && !cuda::is_available()) {
       const Device d = [&] {
         try {
-          return Device::parse(text);
+          return genesis::cuda::parse_device(text);
         } catch (const InvalidArgumentError&) {
           const bool well_formed = text == "cuda" || (text.size() > 5 && text[4] == ':' &&
                                                       text.find_first_not_of("0123456789", 5) == std::string::npos);
@@ -71,7 +72,7 @@ Device device_from_py(py::handle obj) {
       }();
       return d;
     }
-    return Device::parse(text);
+    return genesis::cuda::parse_device(text);
   }
   throw py::type_error(
       "device must be a string such as 'cpu' or 'cuda:0', an int (a CUDA index) or a "

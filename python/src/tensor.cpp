@@ -9,6 +9,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "genesis/cuda/device.h"
 #include "genesis/tensor/api.h"
 #include "gil.h"
 #include "python_location.h"
@@ -178,7 +179,7 @@ void bind_tensor(py::module_& m) {
           "cuda",
           [](const Tensor& t, py::object device) {
             AllocationSite site;
-            const Device d = device.is_none() ? Device::parse("cuda") : to_device(device);
+            const Device d = device.is_none() ? genesis::cuda::parse_device("cuda") : to_device(device);
             if (!d.is_cuda()) throw py::value_error("cuda() needs a CUDA device");
             const Tensor x = t;
             return without_gil_if_large(elements(x), [&] { return x.to(d); });

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "genesis/core/error.h"
+#include "genesis/cuda/device.h"
 
 namespace genesis::python {
 
@@ -236,7 +237,7 @@ Device to_device(py::handle h) {
     std::string key(s, static_cast<std::size_t>(len));
     auto& cache = parsed_devices();
     auto it = cache.find(key);
-    Device d = it != cache.end() ? it->second : Device::parse(key);
+    Device d = it != cache.end() ? it->second : genesis::cuda::parse_device(key);
     if (it == cache.end() && cache.size() < 64) cache.emplace(std::move(key), d);
     Py_INCREF(h.ptr());
     Py_XDECREF(last_text);
@@ -249,7 +250,7 @@ Device to_device(py::handle h) {
   }
   if (py::isinstance<Device>(h)) return h.cast<Device>();
   if (PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr())) {
-    return Device::parse("cuda:" + std::to_string(h.cast<long long>()));
+    return genesis::cuda::parse_device("cuda:" + std::to_string(h.cast<long long>()));
   }
   throw py::type_error("expected a device ('cpu', 'cuda:0', genesis.device), got " +
                        py::str(py::type::handle_of(h).attr("__name__")).cast<std::string>());

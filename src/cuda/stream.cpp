@@ -19,11 +19,11 @@ namespace genesis::cuda {
 namespace {
 
 // Handle values CUDA gives special meaning (cudaStreamLegacy, cudaStreamPerThread).
-constexpr memory::StreamId kLegacyStreamHandle = 1;
-constexpr memory::StreamId kPerThreadStreamHandle = 2;
+constexpr StreamId kLegacyStreamHandle = 1;
+constexpr StreamId kPerThreadStreamHandle = 2;
 
 #if GENESIS_WITH_CUDA
-cudaStream_t as_stream(memory::StreamId s) noexcept { return reinterpret_cast<cudaStream_t>(s); }
+cudaStream_t as_stream(StreamId s) noexcept { return reinterpret_cast<cudaStream_t>(s); }
 cudaEvent_t as_event(std::uintptr_t e) noexcept { return reinterpret_cast<cudaEvent_t>(e); }
 #endif
 
@@ -146,14 +146,14 @@ Stream Stream::create(int device, int priority, bool non_blocking) {
   std::shared_ptr<void> owner(static_cast<void*>(s), [device, priority, non_blocking](void* p) noexcept {
     recycle_stream(static_cast<cudaStream_t>(p), device, priority, non_blocking);
   });
-  return Stream(reinterpret_cast<memory::StreamId>(s), device, priority, std::move(owner));
+  return Stream(reinterpret_cast<StreamId>(s), device, priority, std::move(owner));
 #else
   (void)non_blocking;
   return Stream();
 #endif
 }
 
-Stream Stream::from_id(memory::StreamId id) {
+Stream Stream::from_id(StreamId id) {
   if (device_count() == 0) detail::throw_cuda_unavailable("Stream::from_id()", __FILE__, __LINE__);
   int device = 0;
   int priority = 0;

@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "genesis/core/error.h"
-#include "genesis/cuda/check.h"
 #include "genesis/cuda/runtime.h"
+#include "genesis/cuda/stream.h"
 #include "genesis/memory/cuda_resource.h"
 #include "genesis/memory/simulated_device.h"
 
@@ -63,53 +63,16 @@ ReplayConfig make_replay_config(std::string_view name, ReplayDevice device, std:
 
 namespace {
 
-// Real CUDA streams standing in for a trace's streams: the trace's values
-// are stream handles of the recorded process, meaningless here, and the
-// allocator hands a segment's stream to CUDA (expandable segments
-// synchronize it before unmapping pages). Stream 0 stays the default
-// stream. Must outlive the allocator that uses the streams.
-// (A stream RAII type in the CUDA runtime layer would be the better home.)
-class CudaReplayStreams {
- public:
-  CudaReplayStreams(int device, const std::vector<StreamId>& trace_streams) : device_(device) {
-#if GENESIS_WITH_CUDA
-    cuda::DeviceGuard guard(device);
-    for (const StreamId s : trace_streams) {
-      if (s == 0) {
-        ids_.push_back(0);
-        continue;
-      }
-      cudaStream_t stream = nullptr;
-      GENESIS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-      owned_.push_back(stream);
-      ids_.push_back(reinterpret_cast<StreamId>(stream));
-    }
-#else
-    (void)trace_streams;  // CudaDeviceResource threw already
-#endif
-  }
-  ~CudaReplayStreams() {
-#if GENESIS_WITH_CUDA
-    cuda::DeviceGuard guard(device_, std::nothrow);
-    for (cudaStream_t s : owned_) (void)cudaStreamDestroy(s);
-#endif
-  }
-  CudaReplayStreams(const CudaReplayStreams&) = delete;
-  CudaReplayStreams& operator=(const CudaReplayStreams&) = delete;
-  const std::vector<StreamId>& ids() const noexcept { return ids_; }
-
- private:
-  int device_;
-  std::vector<StreamId> ids_;
-#if GENESIS_WITH_CUDA
-  std::vector<cudaStream_t> owned_;
-#endif
-};
-
 // The upstream of one run, and the stream ids the trace's streams map to.
 // Declared before the allocator of the run, so destroyed after it.
 struct Upstream {
-  std::unique_ptr<CudaReplayStreams> cuda_streams;  // device kCuda only
+  // Real CUDA streams standing in for a trace's streams (device kCuda only):
+  // the trace's values are stream handles of the recorded process,
+  // meaningless here, and the allocator hands a segment's stream to CUDA
+  // (expandable segments synchronize it before unmapping pages). Stream 0
+  // stays the default stream. Owned cuda::Streams: they outlive the
+  // allocator, then go back to the stream pool.
+  std::vector<cuda::Stream> cuda_streams;
   std::shared_ptr<memory::UpstreamResource> resource;
   std::vector<StreamId> streams;  // indexed by TraceEvent::stream
 };
@@ -133,8 +96,14 @@ Upstream make_upstream(const Trace& trace, const ReplayConfig& config, Allocator
     options.memory_fraction =
         std::min(options.memory_fraction, static_cast<double>(config.capacity) / static_cast<double>(total));
   }
-  up.cuda_streams = std::make_unique<CudaReplayStreams>(config.cuda_device, trace.streams);
-  up.streams = up.cuda_streams->ids();
+  for (const StreamId s : trace.streams) {
+    if (s == 0) {
+      up.streams.push_back(0);
+      continue;
+    }
+    up.cuda_streams.push_back(cuda::Stream::create(config.cuda_device, /*priority=*/0, /*non_blocking=*/true));
+    up.streams.push_back(up.cuda_streams.back().id());
+  }
   up.resource = std::move(dev);
   return up;
 }

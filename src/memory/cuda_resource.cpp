@@ -4,7 +4,8 @@
 #include <new>
 
 #include "genesis/core/error.h"
-#include "genesis/cuda/check.h"
+#include "genesis/cuda/device.h"
+#include "genesis/cuda/memops.h"
 #include "genesis/cuda/runtime.h"
 #include "genesis/cuda/vmm.h"
 
@@ -12,7 +13,7 @@ namespace genesis::memory {
 
 namespace {
 int validated(int device) {
-  Device(DeviceType::kCUDA, device).validate();  // InvalidArgumentError when it does not exist
+  cuda::validate_device(Device(DeviceType::kCUDA, device));  // InvalidArgumentError when it does not exist
   return device;
 }
 }  // namespace
@@ -32,12 +33,8 @@ CudaDeviceResource::~CudaDeviceResource() {
 }
 
 void CudaDeviceResource::synchronize_stream(StreamId stream) {
-#if GENESIS_WITH_CUDA
   cuda::DeviceGuard guard(device_);
-  GENESIS_CUDA_CHECK(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(stream)));
-#else
-  (void)stream;
-#endif
+  cuda::synchronize_stream(stream);
 }
 
 std::uintptr_t CudaDeviceResource::reserve_address_range(std::size_t bytes) {
@@ -98,36 +95,15 @@ MemInfo CudaDeviceResource::mem_info() const {
 
 void* CudaDeviceResource::do_allocate(std::size_t bytes) {
   GENESIS_CHECK(bytes > 0, "CudaDeviceResource::allocate: size must be positive");
-#if GENESIS_WITH_CUDA
   cuda::DeviceGuard guard(device_);
-  void* ptr = nullptr;
-  const cudaError_t err = cudaMalloc(&ptr, bytes);
-  if (err == cudaErrorMemoryAllocation) {
-    // The normal "exhausted" answer (the caching allocator frees its cache and
-    // retries). cudaMalloc also set the thread's last error: clear it, or the
-    // next kernel launch check would report this OOM as its own failure.
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  if (err != cudaSuccess)
-    cuda::detail::throw_cuda_error(static_cast<int>(err), "cudaMalloc(&ptr, bytes)", __FILE__, __LINE__);
-  return ptr;
-#else
-  return nullptr;  // unreachable: the constructor refuses devices without CUDA
-#endif
+  return cuda::malloc_device(bytes);  // nullptr when exhausted: the caching allocator frees its cache and retries
 }
 
 void CudaDeviceResource::do_deallocate(void* ptr, std::size_t bytes) noexcept {
   (void)bytes;
   if (ptr == nullptr) return;
-#if GENESIS_WITH_CUDA
   cuda::DeviceGuard guard(device_, std::nothrow);
-  // During process exit the runtime may already be unloading
-  // (cudaErrorCudartUnloading) and the memory dies with the context. Any other
-  // error cannot be reported from a noexcept path; a sticky one will surface
-  // at the next checked call anyway.
-  if (cudaFree(ptr) != cudaSuccess) (void)cudaGetLastError();
-#endif
+  cuda::free_device(ptr);  // tolerates CUDA unloading at exit
 }
 
 EventId CudaDeviceResource::record_event(StreamId stream) { return events_.record(device_, stream); }

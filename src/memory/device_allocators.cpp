@@ -9,6 +9,7 @@
 
 #include "genesis/core/bytes.h"
 #include "genesis/core/fork.h"
+#include "genesis/cuda/device.h"
 #include "genesis/cuda/runtime.h"
 #include "genesis/memory/alloc_conf.h"
 #include "genesis/memory/cuda_resource.h"
@@ -74,7 +75,7 @@ void child_after_fork() { finish_fork(true); }
 // since the publisher takes that lock to list the allocators.
 
 CachingAllocator& cuda_allocator(int index) {
-  Device(DeviceType::kCUDA, index).validate();
+  cuda::validate_device(Device(DeviceType::kCUDA, index));
   Registry& r = registry();
   const auto i = static_cast<std::size_t>(index);
   {

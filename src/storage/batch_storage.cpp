@@ -8,46 +8,27 @@
 #include "genesis/core/error.h"
 #include "genesis/cuda/event_pool.h"
 #include "genesis/cuda/runtime.h"
+#include "genesis/cuda/stream.h"
 #include "genesis/memory/device_allocators.h"
 #include "genesis/storage/copy.h"
 #include "storage_internal.h"
 
-#if GENESIS_WITH_CUDA
-#include "genesis/cuda/check.h"
-#endif
-
 namespace genesis {
 
-// The streams a batch owns, per GPU, created on first use and destroyed with
-// the batch (non-blocking: they must not serialise with the legacy stream).
+// The streams a batch uses, per GPU, created on first use (non-blocking: they
+// must not serialise with the legacy stream). Owned cuda::Streams: when the
+// batch goes away they return to the stream pool for the next batch.
 struct BatchStorage::Streams {
-  std::map<int, std::vector<StreamId>> per_device;
+  std::map<int, std::vector<cuda::Stream>> per_device;
   cuda::EventPool events;
 
-  ~Streams() {
-#if GENESIS_WITH_CUDA
-    for (auto& [dev, list] : per_device) {
-      cuda::DeviceGuard guard(dev, std::nothrow);
-      for (StreamId s : list) (void)cudaStreamDestroy(reinterpret_cast<cudaStream_t>(s));
-    }
-#endif
-  }
-
-  const std::vector<StreamId>& get(int device, int count) {
+  const std::vector<cuda::Stream>& get(int device, int count) {
     auto& list = per_device[device];
-#if GENESIS_WITH_CUDA
     if (list.empty()) {
-      cuda::DeviceGuard guard(device);
       for (int i = 0; i < count; ++i) {
-        cudaStream_t s = nullptr;
-        GENESIS_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-        list.push_back(reinterpret_cast<StreamId>(s));
+        list.push_back(cuda::Stream::create(device, /*priority=*/0, /*non_blocking=*/true));
       }
     }
-#else
-    (void)device;
-    (void)count;
-#endif
     return list;
   }
 };
@@ -100,11 +81,10 @@ void BatchStorage::batch_copy(std::vector<Storage>& targets) {
     }
     const Device gpu = dd.is_cuda() ? dd : sd;
     const auto& list = streams_->get(gpu.index(), streams_per_device_);
-    const StreamId s = list[static_cast<std::size_t>(next[gpu.index()]++ % streams_per_device_)];
+    const StreamId s = list[static_cast<std::size_t>(next[gpu.index()]++ % streams_per_device_)].id();
     const bool pageable = (sd.is_cpu() && !storages_[i].is_pinned()) || (dd.is_cpu() && !targets[i].is_pinned());
     jobs.push_back({i, gpu, s, pageable});
   }
-#if GENESIS_WITH_CUDA
   // Order the batch after what each GPU's current stream has queued (it may
   // still be producing the sources or reading the targets).
   for (auto& [dev, list] : streams_->per_device) {
@@ -112,14 +92,13 @@ void BatchStorage::batch_copy(std::vector<Storage>& targets) {
     const StreamId current = storage_detail::resolve_stream(Device(DeviceType::kCUDA, dev), kCurrentStream);
     const std::uintptr_t e = streams_->events.record(dev, current);
     try {
-      for (StreamId s : list) streams_->events.wait(e, dev, s);
+      for (const cuda::Stream& s : list) streams_->events.wait(e, dev, s.id());
     } catch (...) {
       streams_->events.release(e);
       throw;
     }
     streams_->events.release(e);
   }
-#endif
   auto run = [&](const Job& j) {
     const Storage& src = storages_[j.pair];
     Storage& dst = targets[j.pair];
@@ -149,14 +128,11 @@ void BatchStorage::batch_copy(std::vector<Storage>& targets) {
     });
   }
   for (auto& t : workers) t.join();
-#if GENESIS_WITH_CUDA
   for (auto& [dev, list] : streams_->per_device) {
-    cuda::DeviceGuard guard(dev);
-    for (StreamId s : list) GENESIS_CUDA_CHECK(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(s)));
+    for (const cuda::Stream& s : list) s.synchronize();
   }
   // The batch's streams are done, so the current streams may reuse the
   // memory right away: nothing needs to be kept alive past this point.
-#endif
   for (auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }

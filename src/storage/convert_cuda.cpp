@@ -6,12 +6,12 @@
 #include <limits>
 
 #include "genesis/core/error.h"
-#include "genesis/cuda/check.h"
 #include "genesis/cuda/device_properties.h"
+#include "genesis/cuda/memops.h"
 #include "genesis/cuda/runtime.h"
 
 #if GENESIS_WITH_CUDA
-#include "convert_cuda_launch.h"
+#include "convert_cuda_launch.h"  // the kernels exist only in CUDA builds
 #endif
 
 namespace genesis {
@@ -20,28 +20,23 @@ namespace {
 
 bool valid_dtype(DType t) { return static_cast<unsigned>(t) < static_cast<unsigned>(kNumDTypes); }
 
-#if GENESIS_WITH_CUDA
 // Where a pointer lives: -1 for managed memory (usable from any device),
 // otherwise the device index. Throws InvalidArgumentError for host memory.
 int device_of(const void* p, const char* which) {
-  cudaPointerAttributes attr{};
-  GENESIS_CUDA_CHECK(cudaPointerGetAttributes(&attr, p));
+  const cuda::PointerAttributes attr = cuda::pointer_attributes(p);
   switch (attr.type) {
-    case cudaMemoryTypeDevice: return attr.device;
-    case cudaMemoryTypeManaged: return -1;
-    case cudaMemoryTypeHost:
+    case cuda::MemoryType::kDevice: return attr.device;
+    case cuda::MemoryType::kManaged: return -1;
+    case cuda::MemoryType::kHost:
       GENESIS_THROW(InvalidArgumentError, "convert_dtype_cuda: the ", which, " buffer ", p,
                     " is pinned host memory; it needs device (or managed) memory: copy it to the GPU first, or "
                     "use convert_dtype on the CPU");
-    default:
-      GENESIS_THROW(InvalidArgumentError, "convert_dtype_cuda: the ", which, " buffer ", p,
-                    " is not CUDA memory (ordinary host memory?); it needs device (or managed) memory: copy it "
-                    "to the GPU first, or use convert_dtype on the CPU");
+    case cuda::MemoryType::kUnregistered: break;
   }
+  GENESIS_THROW(InvalidArgumentError, "convert_dtype_cuda: the ", which, " buffer ", p,
+                " is not CUDA memory (ordinary host memory?); it needs device (or managed) memory: copy it "
+                "to the GPU first, or use convert_dtype on the CPU");
 }
-
-bool is_special_stream(memory::StreamId s) { return s <= 2; }  // 0, cudaStreamLegacy, cudaStreamPerThread
-#endif
 
 }  // namespace
 
@@ -75,7 +70,7 @@ void convert_dtype_cuda(const void* src, DType src_dtype, void* dst, DType dst_d
                   "); only src == dst with equally sized dtypes is supported");
   }
 
-#if GENESIS_WITH_CUDA
+  // Past this point a GPU exists (checked above), so CUDA is compiled in.
   const int src_device = device_of(src, "source");
   const int dst_device = device_of(dst, "destination");
   GENESIS_CHECK(src_device < 0 || dst_device < 0 || src_device == dst_device,
@@ -83,15 +78,10 @@ void convert_dtype_cuda(const void* src, DType src_dtype, void* dst, DType dst_d
                 dst_device, "; copy one of them to the other GPU first");
   // Run where the device memory is; with managed memory only, where the stream is.
   int device = dst_device >= 0 ? dst_device : src_device;
-  if (device < 0) {
-    device = cuda::current_device();
-    if (!is_special_stream(stream))
-      GENESIS_CUDA_CHECK(cudaStreamGetDevice(reinterpret_cast<cudaStream_t>(stream), &device));
-  }
+  if (device < 0) device = cuda::is_special_stream(stream) ? cuda::current_device() : cuda::stream_device(stream);
   cuda::DeviceGuard guard(device);
-  if (!is_special_stream(stream)) {
-    int stream_device = -1;
-    GENESIS_CUDA_CHECK(cudaStreamGetDevice(reinterpret_cast<cudaStream_t>(stream), &stream_device));
+  if (!cuda::is_special_stream(stream)) {
+    const int stream_device = cuda::stream_device(stream);
     GENESIS_CHECK(stream_device == device, "convert_dtype_cuda: the stream belongs to cuda:", stream_device,
                   " but the buffers to cuda:", device, "; use a stream of cuda:", device);
   }
@@ -101,18 +91,17 @@ void convert_dtype_cuda(const void* src, DType src_dtype, void* dst, DType dst_d
     // Bool, float16 and bfloat16 are normalised by the cast rules (bool bytes
     // to 0/1, signalling NaNs quieted), so only the others are plain copies.
     if (src_dtype != DType::kBool && src_dtype != DType::kFloat16 && src_dtype != DType::kBFloat16) {
-      GENESIS_CUDA_CHECK(cudaMemcpyAsync(dst, src, count * src_size, cudaMemcpyDefault,
-                                         reinterpret_cast<cudaStream_t>(stream)));
+      cuda::memcpy_async(dst, src, count * src_size, cuda::CopyKind::kDefault, stream);
       return;
     }
   }
   // 8 blocks of 256 threads fill an SM (2048 resident threads on sm_90); more
   // blocks than that only add scheduling, the kernel loops (grid-stride).
   const int max_blocks = 8 * cuda::get_device_properties(device).multi_processor_count;
+#if GENESIS_WITH_CUDA
   detail::launch_convert_kernel(src, src_dtype, dst, dst_dtype, count, stream, max_blocks);
 #else
-  (void)stream;
-  (void)in_place;
+  (void)max_blocks;  // unreachable: device_count() is 0 without CUDA
 #endif
 }
 

@@ -13,16 +13,13 @@
 #include "genesis/core/error.h"
 #include "genesis/cuda/device_properties.h"
 #include "genesis/cuda/event_pool.h"
+#include "genesis/cuda/memops.h"
 #include "genesis/cuda/runtime.h"
 #include "genesis/memory/caching_allocator.h"
 #include "genesis/memory/device_allocators.h"
 #include "host_memcpy.h"
 #include "staged_copy.h"
 #include "storage_internal.h"
-
-#if GENESIS_WITH_CUDA
-#include "genesis/cuda/check.h"
-#endif
 
 namespace genesis {
 namespace {
@@ -54,13 +51,10 @@ KeepAlive& keep_alive() {
   return *k;
 }
 
-#if GENESIS_WITH_CUDA
-cudaStream_t as_cuda(StreamId s) { return reinterpret_cast<cudaStream_t>(s); }
-
 // A blocking copy is a synchronisation point: errors that kernels of the
 // device recorded surface here (Note [Asynchronous kernel errors]).
 void sync_stream(StreamId s, int device) {
-  GENESIS_CUDA_CHECK(cudaStreamSynchronize(as_cuda(s)));
+  cuda::synchronize_stream(s);
   cuda::raise_async_errors(device);
 }
 
@@ -70,7 +64,7 @@ void copy_cuda(void* dst, Device dd, const void* src, Device sd, std::size_t n, 
     cuda::DeviceGuard guard(dd.index());
     const StreamId s = resolve_stream(dd, stream);
     if (memory::is_pinned(src)) {
-      GENESIS_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, as_cuda(s)));
+      cuda::memcpy_async(dst, src, n, cuda::CopyKind::kHostToDevice, s);
       if (!non_blocking) sync_stream(s, dd.index());
     } else {
       storage_detail::staged_host_to_device(dst, src, n, dd.index(), s);
@@ -81,7 +75,7 @@ void copy_cuda(void* dst, Device dd, const void* src, Device sd, std::size_t n, 
     cuda::DeviceGuard guard(sd.index());
     const StreamId s = resolve_stream(sd, stream);
     if (memory::is_pinned(dst)) {
-      GENESIS_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, as_cuda(s)));
+      cuda::memcpy_async(dst, src, n, cuda::CopyKind::kDeviceToHost, s);
       if (!non_blocking) sync_stream(s, sd.index());
     } else {
       storage_detail::staged_device_to_host(dst, src, n, sd.index(), s);
@@ -92,7 +86,7 @@ void copy_cuda(void* dst, Device dd, const void* src, Device sd, std::size_t n, 
   if (sd == dd) {  // one device
     cuda::DeviceGuard guard(dd.index());
     const StreamId s = resolve_stream(dd, stream);
-    GENESIS_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, as_cuda(s)));
+    cuda::memcpy_async(dst, src, n, cuda::CopyKind::kDeviceToDevice, s);
     if (!non_blocking) sync_stream(s, dd.index());
     return;
   }
@@ -118,7 +112,7 @@ void copy_cuda(void* dst, Device dd, const void* src, Device sd, std::size_t n, 
   order(sd.index(), ss, dd.index(), ds);  // the data is ready
   {
     cuda::DeviceGuard guard(dd.index());
-    GENESIS_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dd.index(), src, sd.index(), n, as_cuda(ds)));
+    cuda::memcpy_peer_async(dst, dd.index(), src, sd.index(), n, ds);
   }
   order(dd.index(), ds, sd.index(), ss);  // the source is free again
   if (!non_blocking) {
@@ -126,7 +120,6 @@ void copy_cuda(void* dst, Device dd, const void* src, Device sd, std::size_t n, 
     sync_stream(ds, dd.index());
   }
 }
-#endif
 
 // The GPU whose stream a copy between these devices runs on (Note [Copy paths]).
 Device stream_device(Device dst, Device src) { return dst.is_cuda() ? dst : src; }
@@ -147,12 +140,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
     storage_detail::memcpy_threads(dst, src, nbytes, 0);
     return;
   }
-#if GENESIS_WITH_CUDA
   copy_cuda(dst, dst_device, src, src_device, nbytes, stream, non_blocking);
-#else
-  (void)stream;
-  (void)non_blocking;
-#endif
 }
 
 void copy_storage_bytes(const Storage& src, Storage& dst, bool non_blocking) {
@@ -176,7 +164,6 @@ void copy_storage_bytes(const Storage& src, Storage& dst, bool non_blocking) {
 
 void keep_alive_on_stream(Device device, StreamId stream, std::initializer_list<Storage> storages) {
   if (device.is_cpu()) return;
-#if GENESIS_WITH_CUDA
   std::vector<Storage> held;
   for (const Storage& s : storages) {
     if (!s.defined() || s.nbytes() == 0) continue;
@@ -195,10 +182,6 @@ void keep_alive_on_stream(Device device, StreamId stream, std::initializer_list<
   const std::uintptr_t event = k.events.record(device.index(), stream);
   std::lock_guard lock(k.mutex);
   k.pending.push_back({event, std::move(held)});
-#else
-  (void)stream;
-  (void)storages;
-#endif
 }
 
 std::size_t collect_completed_copies() {

@@ -4,13 +4,10 @@
 #include <memory>
 
 #include "genesis/core/error.h"
+#include "genesis/cuda/memops.h"
 #include "genesis/cuda/runtime.h"
 #include "genesis/storage/detail/nbytes.h"
 #include "storage_internal.h"
-
-#if GENESIS_WITH_CUDA
-#include "genesis/cuda/check.h"
-#endif
 
 namespace genesis {
 
@@ -20,28 +17,19 @@ Storage ipc_shareable_storage(std::vector<std::int64_t> shape, DType dtype, Devi
   storage_detail::check_device_usable(device, "ipc_shareable_storage");
   const std::size_t nbytes = storage::detail::checked_nbytes(shape, dtype, "ipc_shareable_storage");
   void* ptr = nullptr;
-#if GENESIS_WITH_CUDA
   {
     cuda::DeviceGuard guard(device.index());
     // At least one byte: an IPC handle needs an allocation to name.
-    const cudaError_t e = cudaMalloc(&ptr, nbytes > 0 ? nbytes : 1);
-    if (e == cudaErrorMemoryAllocation) {
-      (void)cudaGetLastError();
+    ptr = cuda::malloc_device(nbytes > 0 ? nbytes : 1);
+    if (ptr == nullptr) {
       GENESIS_THROW(OutOfMemoryError, "CUDA OOM: ipc_shareable_storage could not allocate ",
                     detail::format_bytes(nbytes), " on ", device.str());
     }
-    GENESIS_CUDA_CHECK(e);
   }
-#endif
   const int index = device.index();
   return Storage::from_blob(ptr, std::move(shape), dtype, device, [index](void* p) {
-#if GENESIS_WITH_CUDA
     cuda::DeviceGuard guard(index, std::nothrow);
-    (void)cudaFree(p);  // in a deleter: a failure (CUDA shutting down) cannot be acted on
-#else
-    (void)index;
-    (void)p;
-#endif
+    cuda::free_device(p);  // in a deleter: a failure (CUDA shutting down) cannot be acted on
   });
 }
 

@@ -17,15 +17,13 @@
 // safe for the caller to reuse (Note [Copy completion] in storage/copy.h).
 #include "staged_copy.h"
 
-#if GENESIS_WITH_CUDA
-
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "genesis/core/error.h"
-#include "genesis/cuda/check.h"
 #include "genesis/cuda/event_pool.h"
+#include "genesis/cuda/memops.h"
 #include "genesis/memory/caching_allocator.h"
 #include "genesis/memory/device_allocators.h"
 #include "genesis/storage/copy.h"
@@ -102,8 +100,6 @@ class StagingRing {
   std::vector<Slot> slots_;
 };
 
-cudaStream_t as_cuda(StreamId s) { return reinterpret_cast<cudaStream_t>(s); }
-
 }  // namespace
 
 void staged_host_to_device(void* dst, const void* src, std::size_t nbytes, int device, StreamId stream) {
@@ -117,7 +113,7 @@ void staged_host_to_device(void* dst, const void* src, std::size_t nbytes, int d
     const std::size_t k = i % ring.size();
     ring.wait(k);
     memcpy_threads(ring.buffer(k), in + off, len, ring.threads());
-    GENESIS_CUDA_CHECK(cudaMemcpyAsync(out + off, ring.buffer(k), len, cudaMemcpyHostToDevice, as_cuda(stream)));
+    cuda::memcpy_async(out + off, ring.buffer(k), len, cuda::CopyKind::kHostToDevice, stream);
     ring.mark(k, stream);
   }
   for (std::size_t k = 0; k < ring.size(); ++k) ring.wait(k);
@@ -134,7 +130,7 @@ void staged_device_to_host(void* dst, const void* src, std::size_t nbytes, int d
     const std::size_t k = c % ring.size();
     const std::size_t off = c * chunk;
     const std::size_t len = std::min(chunk, nbytes - off);
-    GENESIS_CUDA_CHECK(cudaMemcpyAsync(ring.buffer(k), in + off, len, cudaMemcpyDeviceToHost, as_cuda(stream)));
+    cuda::memcpy_async(ring.buffer(k), in + off, len, cuda::CopyKind::kDeviceToHost, stream);
     ring.mark(k, stream);
   };
   for (std::size_t c = 0; c < std::min(chunks, ring.size()); ++c) enqueue(c);
@@ -149,5 +145,3 @@ void staged_device_to_host(void* dst, const void* src, std::size_t nbytes, int d
 }
 
 }  // namespace genesis::storage_detail
-
-#endif  // GENESIS_WITH_CUDA

@@ -8,18 +8,16 @@
 #include <exception>
 
 #include "genesis/core/error.h"
+#include "genesis/cuda/device.h"
+#include "genesis/cuda/memops.h"
 #include "genesis/cuda/runtime.h"
 #include "genesis/memory/caching_allocator.h"
 #include "genesis/memory/device_allocators.h"
 #include "genesis/storage/convert.h"
+#include "genesis/storage/convert_cuda.h"
 #include "genesis/storage/copy.h"
 #include "genesis/storage/detail/nbytes.h"
 #include "storage_internal.h"
-
-#if GENESIS_WITH_CUDA
-#include "genesis/cuda/check.h"
-#include "genesis/storage/convert_cuda.h"
-#endif
 
 namespace genesis {
 
@@ -85,7 +83,7 @@ void check_device_usable(Device d, const char* who) {
   if (d.is_cpu()) return;
   GENESIS_CHECK(cuda::compiled_with_cuda(), who, ": device ", d.str(),
                 " needs CUDA, but Genesis was built without CUDA support");
-  d.validate();
+  cuda::validate_device(d);
 }
 
 }  // namespace storage_detail
@@ -122,10 +120,8 @@ Storage Storage::zeros(std::vector<std::int64_t> shape, DType dtype, Device devi
   if (device.is_cpu()) {
     std::memset(s.data_ptr(), 0, s.nbytes());
   } else {
-#if GENESIS_WITH_CUDA
     cuda::DeviceGuard guard(device.index());
-    GENESIS_CUDA_CHECK(cudaMemsetAsync(s.data_ptr(), 0, s.nbytes(), reinterpret_cast<cudaStream_t>(s.impl_->stream_)));
-#endif
+    cuda::memset_async(s.data_ptr(), 0, s.nbytes(), s.impl_->stream_);
   }
   return s;
 }
@@ -233,17 +229,15 @@ Storage& Storage::copy_(const Storage& src, bool non_blocking) {
     if (d.device().is_cpu()) {
       convert_dtype(s.data(), s.dtype(), d.data(), d.dtype(), count);
     } else {
-#if GENESIS_WITH_CUDA
       cuda::DeviceGuard guard(d.device().index());
       const StreamId stream = storage_detail::resolve_stream(d.device(), kCurrentStream);
       convert_dtype_cuda(s.data(), s.dtype(), d.data(), d.dtype(), count, stream);
       if (non_blocking) {
         keep_alive_on_stream(d.device(), stream, {src, *this});
       } else {
-        GENESIS_CUDA_CHECK(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(stream)));
+        cuda::synchronize_stream(stream);
         cuda::raise_async_errors(d.device().index());
       }
-#endif
     }
     return *this;
   }

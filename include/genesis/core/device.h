@@ -11,23 +11,22 @@ namespace genesis {
 
 enum class DeviceType : std::uint8_t { kCPU = 0, kCUDA = 1 };
 
-/// A device: a type and, for CUDA, an index. Cheap to copy and compare.
-///
-/// Construction from parts does not check that the GPU exists (so code and
-/// tests can name "cuda:3" on any machine); Device::parse and validate() do.
+/// A device: a type and, for CUDA, an index. A plain value, cheap to copy
+/// and compare: nothing here asks a driver whether the GPU exists (so code and
+/// tests can name "cuda:3" on any machine). cuda::parse_device and
+/// cuda::validate_device (genesis/cuda/device.h) check against the GPUs of
+/// the machine.
 class Device {
  public:
   constexpr Device() = default;
   constexpr Device(DeviceType type, int index = 0) : type_(type), index_(type == DeviceType::kCPU ? 0 : index) {}
 
-  /// Parses "cpu", "cuda" (the current device, index 0 unless a device guard
-  /// changed it), "cuda:N". Throws InvalidArgumentError for any other string,
-  /// and for a CUDA index that does not exist on this machine (including any
-  /// CUDA device when the machine has no GPU).
-  static Device parse(std::string_view text);
-
-  /// Throws InvalidArgumentError if this is a CUDA device that does not exist.
-  void validate() const;
+  /// Reads "cpu", "cuda" or "cuda:N" (N a non-negative integer of at most six
+  /// digits). Plain "cuda" names no index: it becomes `unnamed_cuda_index`
+  /// (cuda::parse_device passes the calling thread's current device). Throws
+  /// InvalidArgumentError for any other string; never checks that the device
+  /// exists.
+  static Device from_string(std::string_view text, int unnamed_cuda_index = 0);
 
   constexpr DeviceType type() const noexcept { return type_; }
   constexpr int index() const noexcept { return index_; }

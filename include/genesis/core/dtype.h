@@ -1,4 +1,4 @@
-// DType: element types of storages and tensors (SPEC T1).
+// DType: element types of storages and tensors.
 #pragma once
 
 #include <cstddef>

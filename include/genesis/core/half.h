@@ -1,5 +1,5 @@
 // Half: IEEE binary16 (float16) and bfloat16 storage types and their
-// conversions to and from float and double (SPEC T1, S7).
+// conversions to and from float and double.
 //
 // Note [Half conversions]: every conversion here is bit-exact IEEE 754:
 //   * narrowing rounds to nearest, ties to even, exactly once;

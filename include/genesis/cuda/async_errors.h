@@ -3,8 +3,8 @@
 // Note [Asynchronous kernel errors]: a gather on the GPU (x[idx]) cannot
 // know whether idx is in range without reading idx, which lives on the GPU.
 // Checking it first costs a device->host read and a wait before every
-// gather: the hidden synchronisation that issue 5 forbids ("no hidden
-// synchronisation except where a result's size depends on data"), and a
+// gather: a hidden synchronisation (Genesis synchronises only where a
+// result's size depends on the data), and a
 // third of the time of a large row gather on an H200. PyTorch puts a
 // device-side assert in the kernel instead, which is free but kills the
 // CUDA context: every tensor on the GPU is lost.

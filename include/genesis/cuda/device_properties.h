@@ -1,7 +1,7 @@
-// Device queries and device-wide operations (SPEC T6:
+// Device queries and device-wide operations (behind Python's
 // `genesis.cuda.get_device_name()`, `get_device_capability()`,
 // `get_device_properties().total_memory`, `synchronize()`), and peer access
-// between GPUs (SPEC S2: peer copies).
+// between GPUs (for peer copies).
 //
 // Like runtime.h this header includes no CUDA header. Every function throws
 // CudaError saying why when CUDA or a GPU is not available, and

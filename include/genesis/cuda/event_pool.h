@@ -6,8 +6,8 @@
 // keeps released events, per device, for the next record().
 //
 // Handles are std::uintptr_t so that this header needs no CUDA header; they
-// are the values that memory::StreamId / memory::EventId carry (a stream
-// handle is the cudaStream_t value, 0 = the legacy default stream).
+// are the values that StreamId / EventId (genesis/core/stream_id.h) carry: a
+// stream handle is the cudaStream_t value, 0 = the legacy default stream.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// Thin platform layer over the CUDA runtime (STYLE 1): everything above it
+// Thin platform layer over the CUDA runtime: everything above it
 // compiles and runs without a GPU. Without CUDA (or without a GPU) the queries
 // report "no device" instead of failing; the calls that need a device throw
 // CudaError.

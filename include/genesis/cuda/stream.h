@@ -1,8 +1,8 @@
-// Streams, events and the per-thread "current stream" (SPEC T6:
-// `with genesis.cuda.stream(s):`).
+// Streams, events and the per-thread "current stream" (what Python's
+// `with genesis.cuda.stream(s):` sets).
 //
 // Like runtime.h this header includes no CUDA header: a stream is carried as
-// memory::StreamId (the cudaStream_t value), an event as a std::uintptr_t (the
+// a StreamId (the cudaStream_t value), an event as a std::uintptr_t (the
 // cudaEvent_t value), so code built without the toolkit can use the types.
 // Without CUDA or without a GPU every call that needs the device throws
 // CudaError saying why (detail::throw_cuda_unavailable).
@@ -30,7 +30,7 @@
 #include <memory>
 #include <utility>
 
-#include "genesis/memory/upstream.h"
+#include "genesis/core/stream_id.h"
 
 namespace genesis::cuda {
 
@@ -67,10 +67,10 @@ class Stream {
   /// device and priority are queried from CUDA (0, 1 and 2, the special
   /// handles, belong to the current device). Throws CudaError without a GPU or
   /// when the handle is not a valid stream.
-  static Stream from_id(memory::StreamId id);
+  static Stream from_id(StreamId id);
 
   /// The handle value (the cudaStream_t); 0 for the legacy default stream.
-  memory::StreamId id() const noexcept { return id_; }
+  StreamId id() const noexcept { return id_; }
   /// The device the stream belongs to.
   int device() const noexcept { return device_; }
   /// Its priority (lower = more urgent); 0 for default streams.
@@ -96,10 +96,10 @@ class Stream {
 
  private:
   friend Stream default_stream(int device);
-  Stream(memory::StreamId id, int device, int priority, std::shared_ptr<void> owner) noexcept
+  Stream(StreamId id, int device, int priority, std::shared_ptr<void> owner) noexcept
       : id_(id), device_(device), priority_(priority), owner_(std::move(owner)) {}
 
-  memory::StreamId id_ = 0;
+  StreamId id_ = 0;
   int device_ = 0;
   int priority_ = 0;
   std::shared_ptr<void> owner_;  // null unless created by create(); its deleter recycles the stream

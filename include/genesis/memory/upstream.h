@@ -1,6 +1,6 @@
 // Upstream resources: where a caching allocator gets its segments from.
 //
-// Note [Upstream layering]: memory in Genesis is a stack of layers (STYLE 3).
+// Note [Upstream layering]: memory in Genesis is a stack of layers.
 // At the bottom an UpstreamResource talks to the platform (cudaMalloc,
 // cudaHostAlloc, aligned host memory, or a simulated GPU that hands out
 // addresses without touching memory). Above it the device-agnostic
@@ -20,16 +20,14 @@
 #include <string>
 
 #include "genesis/core/device.h"
+#include "genesis/core/stream_id.h"
 
 namespace genesis::memory {
 
-/// An opaque stream identifier. 0 is the default (legacy) stream. For CUDA
-/// upstreams it is the cudaStream_t value; for the simulated device it is a
-/// SimulatedDevice stream number.
-using StreamId = std::uintptr_t;
-
-/// An opaque event handle returned by UpstreamResource::record_event.
-using EventId = std::uintptr_t;
+/// Stream and event handles are core values (genesis/core/stream_id.h); an
+/// upstream's events are the ones UpstreamResource::record_event returns.
+using ::genesis::EventId;
+using ::genesis::StreamId;
 
 /// What kind of memory an upstream hands out.
 enum class MemoryKind : std::uint8_t {

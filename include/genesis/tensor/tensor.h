@@ -41,7 +41,7 @@ class Tensor;
 class IndexItem;
 
 /// dtype and device of a new tensor: `zeros({2, 3}, DType::kInt32)`,
-/// `rand({4}, Device::parse("cuda"))`, `ones({2}, {DType::kFloat16, dev})`.
+/// `rand({4}, cuda::parse_device("cuda"))`, `ones({2}, {DType::kFloat16, dev})`.
 struct TensorOptions {
   DType dtype = DType::kFloat32;
   Device device{};
