@@ -9,6 +9,7 @@
 
 #include "genesis/core/bytes.h"
 #include "genesis/core/fork.h"
+#include "genesis/core/once_slots.h"
 #include "genesis/cuda/device.h"
 #include "genesis/cuda/runtime.h"
 #include "genesis/memory/alloc_conf.h"
@@ -22,11 +23,18 @@ namespace genesis::memory {
 
 namespace {
 
+// CUDA device indices with an allocator slot. One process sees the GPUs of
+// one node (16 at most on today's machines); a larger index is refused.
+constexpr std::size_t kMaxCudaDevices = 128;
+constexpr std::size_t kHostSlot = 0;
+constexpr std::size_t kPinnedSlot = 1;
+
+// Lookups are lock-free (Note [Lock-free lookup of process-wide objects] in
+// genesis/core/once_slots.h): allocator_for runs on every Storage::empty.
 struct Registry {
-  std::mutex mutex;
-  std::unique_ptr<CachingAllocator> host;
-  std::unique_ptr<CachingAllocator> pinned;
-  std::vector<std::unique_ptr<CachingAllocator>> cuda;
+  std::mutex mutex;  // creation of allocators, fork, listings
+  OnceSlots<CachingAllocator, 2> host;  // kHostSlot, kPinnedSlot
+  OnceSlots<CachingAllocator, kMaxCudaDevices> cuda;
   std::atomic<bool> pinned_for_transfers{false};
 };
 
@@ -54,10 +62,8 @@ void prepare_fork() {
   Registry& r = registry();
   r.mutex.lock();
   forking.clear();
-  if (r.host) forking.push_back(r.host.get());
-  if (r.pinned) forking.push_back(r.pinned.get());
-  for (auto& a : r.cuda)
-    if (a) forking.push_back(a.get());
+  r.host.for_each([](std::size_t, CachingAllocator& a) { forking.push_back(&a); });
+  r.cuda.for_each([](std::size_t, CachingAllocator& a) { forking.push_back(&a); });
   AllocatorFork::prepare(forking.data(), forking.size());
 }
 void finish_fork(bool in_child) {
@@ -75,60 +81,42 @@ void child_after_fork() { finish_fork(true); }
 // since the publisher takes that lock to list the allocators.
 
 CachingAllocator& cuda_allocator(int index) {
-  cuda::validate_device(Device(DeviceType::kCUDA, index));
   Registry& r = registry();
-  const auto i = static_cast<std::size_t>(index);
-  {
-    std::lock_guard<std::mutex> lock(r.mutex);
-    if (i < r.cuda.size() && r.cuda[i]) return *r.cuda[i];
+  // The common case: one acquire load. A slot is filled only for a device
+  // that was validated when its allocator was made.
+  if (index >= 0) {
+    if (CachingAllocator* a = r.cuda.get(static_cast<std::size_t>(index))) return *a;
   }
+  cuda::validate_device(Device(DeviceType::kCUDA, index));
+  GENESIS_CHECK(static_cast<std::size_t>(index) < kMaxCudaDevices, "cuda_allocator: device index ", index,
+                " is beyond the ", kMaxCudaDevices, " CUDA devices Genesis keeps allocators for");
   // Asked for outside the registry's lock (lock order: alloc_conf_defaults.cpp).
   const AllocatorOptions options = cuda_allocator_options();
-  CachingAllocator* a = nullptr;
-  bool created = false;
-  {
-    std::lock_guard<std::mutex> lock(r.mutex);
-    if (r.cuda.size() <= i) r.cuda.resize(i + 1);
-    if (!r.cuda[i]) {
-      r.cuda[i] = std::make_unique<CachingAllocator>(std::make_shared<CudaDeviceResource>(index), options);
-      created = true;
-    }
-    a = r.cuda[i].get();
-  }
+  const auto [a, created] = r.cuda.get_or_create(static_cast<std::size_t>(index), r.mutex, [&] {
+    return std::make_unique<CachingAllocator>(std::make_shared<CudaDeviceResource>(index), options);
+  });
   if (created) start_publishing_if_requested();
   return *a;
 }
 
 CachingAllocator& host_allocator() {
   Registry& r = registry();
-  CachingAllocator* a = nullptr;
-  bool created = false;
-  {
-    std::lock_guard<std::mutex> lock(r.mutex);
-    if (!r.host) {
-      r.host = std::make_unique<CachingAllocator>(std::make_shared<HostResource>());
-      created = true;
-    }
-    a = r.host.get();
-  }
+  if (CachingAllocator* a = r.host.get(kHostSlot)) return *a;
+  const auto [a, created] = r.host.get_or_create(kHostSlot, r.mutex, [] {
+    return std::make_unique<CachingAllocator>(std::make_shared<HostResource>());
+  });
   if (created) start_publishing_if_requested();
   return *a;
 }
 
 CachingAllocator& pinned_allocator() {
+  Registry& r = registry();
+  if (CachingAllocator* a = r.host.get(kPinnedSlot)) return *a;
   GENESIS_CHECK(cuda::is_available(), "pinned host memory needs a CUDA GPU",
                 cuda::compiled_with_cuda() ? " and none is available" : " and Genesis was built without CUDA");
-  Registry& r = registry();
-  CachingAllocator* a = nullptr;
-  bool created = false;
-  {
-    std::lock_guard<std::mutex> lock(r.mutex);
-    if (!r.pinned) {
-      r.pinned = std::make_unique<CachingAllocator>(std::make_shared<PinnedHostResource>());
-      created = true;
-    }
-    a = r.pinned.get();
-  }
+  const auto [a, created] = r.host.get_or_create(kPinnedSlot, r.mutex, [] {
+    return std::make_unique<CachingAllocator>(std::make_shared<PinnedHostResource>());
+  });
   if (created) start_publishing_if_requested();
   return *a;
 }
@@ -170,10 +158,8 @@ void empty_all_caches() {
   {
     Registry& r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
-    if (r.host) all.push_back(r.host.get());
-    if (r.pinned) all.push_back(r.pinned.get());
-    for (auto& a : r.cuda)
-      if (a) all.push_back(a.get());
+    r.host.for_each([&all](std::size_t, CachingAllocator& a) { all.push_back(&a); });
+    r.cuda.for_each([&all](std::size_t, CachingAllocator& a) { all.push_back(&a); });
   }
   for (CachingAllocator* a : all) a->empty_cache();
 }
@@ -182,10 +168,9 @@ std::vector<std::pair<std::string, CachingAllocator*>> existing_allocators() {
   std::vector<std::pair<std::string, CachingAllocator*>> out;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  for (std::size_t i = 0; i < r.cuda.size(); ++i)
-    if (r.cuda[i]) out.emplace_back(std::to_string(i), r.cuda[i].get());
-  if (r.host) out.emplace_back("host", r.host.get());
-  if (r.pinned) out.emplace_back("pinned", r.pinned.get());
+  r.cuda.for_each([&out](std::size_t i, CachingAllocator& a) { out.emplace_back(std::to_string(i), &a); });
+  if (CachingAllocator* a = r.host.get(kHostSlot)) out.emplace_back("host", a);
+  if (CachingAllocator* a = r.host.get(kPinnedSlot)) out.emplace_back("pinned", a);
   return out;
 }
 
