@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "genesis/core/cast.h"
+#include "genesis/core/dtype_dispatch.h"
 #include "genesis/core/error.h"
 #include "genesis/core/half.h"
 #include "genesis/core/threads.h"
@@ -19,32 +20,7 @@
 namespace genesis {
 namespace {
 
-// Storage type of a bool element. Reading arbitrary bytes through `bool` is
-// undefined, so bool buffers are handled as bytes.
-struct BoolByte {
-  std::uint8_t v;
-};
-
-// One element, per Note [Cast semantics]: the rules live in core/cast.h,
-// shared with every kernel backend. A bool source byte is read as "nonzero"
-// (cast<> itself expects a C++ bool, 0 or 1).
-template <typename D, typename S>
-D cast_one(S s) {
-  if constexpr (std::is_same_v<S, BoolByte> && std::is_same_v<D, BoolByte>) {
-    return BoolByte{static_cast<std::uint8_t>(s.v != 0)};
-  } else if constexpr (std::is_same_v<S, BoolByte>) {
-    return kernels::cast<D>(s.v != 0);
-  } else if constexpr (std::is_same_v<D, BoolByte>) {
-    return BoolByte{static_cast<std::uint8_t>(kernels::cast<bool>(s))};
-  } else if constexpr (std::is_same_v<D, S> && kernels::kIsHalfLike<S>) {
-    // convert_dtype passes 16-bit floats through float even to their own
-    // type (signalling NaNs come out quiet, as on the GPU); cast<> keeps an
-    // identity copy bit for bit.
-    return kernels::cast<D>(kernels::cast<float>(s));
-  } else {
-    return kernels::cast<D>(s);
-  }
-}
+using kernels::BoolByte;
 
 // Loads and stores go through memcpy: buffers only promise the element's
 // natural alignment, and in-place conversions (src == dst, same size) read
@@ -55,44 +31,21 @@ void convert_range(const unsigned char* src, unsigned char* dst, std::size_t beg
   for (std::size_t i = begin; i < end; ++i) {
     S s;
     std::memcpy(&s, src + i * sizeof(S), sizeof(S));
-    const D d = cast_one<D>(s);
+    const D d = kernels::convert_element<D>(s);  // Note [Cast semantics]
     std::memcpy(dst + i * sizeof(D), &d, sizeof(D));
   }
 }
 
 using RangeFn = void (*)(const unsigned char*, unsigned char*, std::size_t, std::size_t);
 
-template <typename S>
-RangeFn pick_dst(DType dst) {
-  switch (dst) {
-    case DType::kBool: return &convert_range<BoolByte, S>;
-    case DType::kUInt8: return &convert_range<std::uint8_t, S>;
-    case DType::kInt8: return &convert_range<std::int8_t, S>;
-    case DType::kInt16: return &convert_range<std::int16_t, S>;
-    case DType::kInt32: return &convert_range<std::int32_t, S>;
-    case DType::kInt64: return &convert_range<std::int64_t, S>;
-    case DType::kFloat16: return &convert_range<Half, S>;
-    case DType::kBFloat16: return &convert_range<BFloat16, S>;
-    case DType::kFloat32: return &convert_range<float, S>;
-    case DType::kFloat64: return &convert_range<double, S>;
-  }
-  return nullptr;  // unreachable: validated by the caller
-}
-
+// The element types come from the one dtype dispatch (core/dtype_dispatch.h);
+// bool elements are read as bytes (BoolByte).
 RangeFn pick(DType src, DType dst) {
-  switch (src) {
-    case DType::kBool: return pick_dst<BoolByte>(dst);
-    case DType::kUInt8: return pick_dst<std::uint8_t>(dst);
-    case DType::kInt8: return pick_dst<std::int8_t>(dst);
-    case DType::kInt16: return pick_dst<std::int16_t>(dst);
-    case DType::kInt32: return pick_dst<std::int32_t>(dst);
-    case DType::kInt64: return pick_dst<std::int64_t>(dst);
-    case DType::kFloat16: return pick_dst<Half>(dst);
-    case DType::kBFloat16: return pick_dst<BFloat16>(dst);
-    case DType::kFloat32: return pick_dst<float>(dst);
-    case DType::kFloat64: return pick_dst<double>(dst);
-  }
-  return nullptr;
+  return kernels::dispatch_element(src, [dst](auto s) {
+    return kernels::dispatch_element(dst, [](auto d) -> RangeFn {
+      return &convert_range<typename decltype(d)::type, typename decltype(s)::type>;
+    });
+  });
 }
 
 bool valid_dtype(DType t) { return static_cast<unsigned>(t) < static_cast<unsigned>(kNumDTypes); }

@@ -1,38 +1,25 @@
 // Kernels of convert_dtype_cuda (include/genesis/storage/convert_cuda.h).
 // Arguments are validated in convert_cuda.cpp; this file only converts.
 //
-// Note [GPU cast = CPU cast]: each element is converted by the same rule as
-// the CPU's cast_one (src/storage/convert.cpp, Note [Cast semantics]), step by
-// step, so the results agree bit for bit:
-//   * float -> float16 / bfloat16 / double and double -> float use the
-//     hardware conversion (cvt.rn: IEEE round to nearest even, subnormals
-//     kept, overflow to inf; nvcc does not flush subnormals unless built with
-//     -ftz=true / --use_fast_math, which Genesis does not use). NaNs are
-//     handled separately because cvt returns a canonical NaN while the CPU
-//     (x86 SSE, AArch64 FCVT) keeps the sign and payload and sets the quiet
-//     bit; the code below writes exactly that.
-//   * 16-bit floats widen to float exactly by bit manipulation.
-//   * double, int32 and int64 -> float16 / bfloat16 go through the same
-//     portable bit routines as the CPU (genesis/core/half.h), int64 after the
-//     same round-to-odd step, so there is no double rounding anywhere.
-//   * floating -> integer truncates in double with the CPU's range rules.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+// Each element is converted by kernels::convert_element, the very function
+// convert_dtype runs on the CPU (core/cast.h, Note [GPU cast = CPU cast]), and
+// the element types come from the one dtype dispatch (core/dtype_dispatch.h),
+// so the GPU and the CPU agree bit for bit.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <type_traits>
 
 #include "convert_cuda_launch.h"
-#include "convert_cuda_cast.cuh"
+#include "genesis/core/cast.h"
+#include "genesis/core/dtype_dispatch.h"
 #include "genesis/core/half.h"
 #include "genesis/cuda/check.h"
 
 namespace genesis::detail {
 namespace {
 
-using convert_cuda::BoolByte;
-using convert_cuda::cast_one;
+using kernels::convert_element;
 
 // --- kernel --------------------------------------------------------------------
 
@@ -67,7 +54,7 @@ __global__ void __launch_bounds__(kThreads) convert_kernel(const S* src, D* dst,
     const Pack<S, N> a = in[v];
     Pack<D, N> b;
 #pragma unroll
-    for (int k = 0; k < N; ++k) b.v[k] = cast_one<D>(a.v[k]);
+    for (int k = 0; k < N; ++k) b.v[k] = convert_element<D>(a.v[k]);
     out[v] = b;
   }
 
@@ -75,7 +62,7 @@ __global__ void __launch_bounds__(kThreads) convert_kernel(const S* src, D* dst,
   const std::size_t nscalar = head + (count - body_end);
   for (std::size_t j = tid; j < nscalar; j += stride) {
     const std::size_t i = j < head ? j : body_end + (j - head);
-    dst[i] = cast_one<D>(src[i]);
+    dst[i] = convert_element<D>(src[i]);
   }
 }
 
@@ -107,37 +94,12 @@ void launch(const void* src, void* dst, std::size_t count, cudaStream_t stream, 
 
 using LaunchFn = void (*)(const void*, void*, std::size_t, cudaStream_t, int);
 
-template <typename S>
-LaunchFn pick_dst(DType dst) {
-  switch (dst) {
-    case DType::kBool: return &launch<S, BoolByte>;
-    case DType::kUInt8: return &launch<S, std::uint8_t>;
-    case DType::kInt8: return &launch<S, std::int8_t>;
-    case DType::kInt16: return &launch<S, std::int16_t>;
-    case DType::kInt32: return &launch<S, std::int32_t>;
-    case DType::kInt64: return &launch<S, std::int64_t>;
-    case DType::kFloat16: return &launch<S, Half>;
-    case DType::kBFloat16: return &launch<S, BFloat16>;
-    case DType::kFloat32: return &launch<S, float>;
-    case DType::kFloat64: return &launch<S, double>;
-  }
-  return nullptr;
-}
-
 LaunchFn pick(DType src, DType dst) {
-  switch (src) {
-    case DType::kBool: return pick_dst<BoolByte>(dst);
-    case DType::kUInt8: return pick_dst<std::uint8_t>(dst);
-    case DType::kInt8: return pick_dst<std::int8_t>(dst);
-    case DType::kInt16: return pick_dst<std::int16_t>(dst);
-    case DType::kInt32: return pick_dst<std::int32_t>(dst);
-    case DType::kInt64: return pick_dst<std::int64_t>(dst);
-    case DType::kFloat16: return pick_dst<Half>(dst);
-    case DType::kBFloat16: return pick_dst<BFloat16>(dst);
-    case DType::kFloat32: return pick_dst<float>(dst);
-    case DType::kFloat64: return pick_dst<double>(dst);
-  }
-  return nullptr;
+  return kernels::dispatch_element(src, [dst](auto s) {
+    return kernels::dispatch_element(dst, [](auto d) -> LaunchFn {
+      return &launch<typename decltype(s)::type, typename decltype(d)::type>;
+    });
+  });
 }
 
 }  // namespace

@@ -5,11 +5,11 @@
 #include <type_traits>
 
 #include "genesis/core/cast.h"
+#include "genesis/core/dtype_dispatch.h"
 #include "genesis/core/error.h"
 #include "genesis/tensor/creation.h"
 #include "genesis/tensor/ops.h"
 #include "genesis/tensor/promotion.h"
-#include "dtype_dispatch.h"
 #include "tensor_internal.h"
 
 namespace genesis {

@@ -1,9 +1,20 @@
 // Element casts, host and device: cast<D>(s) is the one definition of Note
-// [Cast semantics] (storage/convert.h). convert_dtype and every kernel
-// backend call it, so a strided tensor copy converts exactly like the storage
-// layer does. Also the compute types: float16 and bfloat16 compute in float.
-// (In core, below storage and tensor, because both use it; the namespace
-// stays genesis::kernels, where its callers name it.)
+// [Cast semantics] (storage/convert.h). convert_dtype, convert_dtype_cuda and
+// every kernel backend call it, so a strided tensor copy converts exactly like
+// the storage layer does, on the CPU and on the GPU, bit for bit. Also the
+// compute types: float16 and bfloat16 compute in float. (In core, below
+// storage and tensor, because both use it; the namespace stays
+// genesis::kernels, where its callers name it.)
+//
+// Note [GPU cast = CPU cast]: the same code runs on both sides, so only the
+// places where the hardware differs need care. The 16-bit floats convert by
+// the portable bit routines of core/half.h everywhere. float <-> double is a
+// plain conversion on the CPU, where x86 SSE and AArch64 FCVT keep a NaN's
+// sign and payload and set its quiet bit; the GPU's cvt returns a canonical
+// NaN instead, so device code builds NaNs from their bits
+// (cast_detail::widen_nan, narrow_nan) and leaves every other value to cvt.rn
+// (round to nearest even, subnormals kept: Genesis never builds with
+// -ftz=true or --use_fast_math).
 #pragma once
 
 #include <cmath>
@@ -39,9 +50,50 @@ GENESIS_HOST_DEVICE inline double int64_to_double_round_odd(std::int64_t v) noex
   return negative ? -d : d;
 }
 
+/// float -> double for a NaN as the CPU converts it: sign and payload kept,
+/// quiet bit set. `f` must be a NaN.
+GENESIS_HOST_DEVICE constexpr double widen_nan(float f) noexcept {
+  const std::uint32_t x = detail::float_bits(f);
+  const std::uint64_t sign = static_cast<std::uint64_t>(x & 0x80000000u) << 32;
+  const std::uint64_t mant = static_cast<std::uint64_t>(x & 0x7fffffu) << 29;
+  return __builtin_bit_cast(double, sign | 0x7ff8000000000000ull | mant);
+}
+
+/// double -> float for a NaN as the CPU converts it: sign and the top payload
+/// bits kept, quiet bit set. `d` must be a NaN.
+GENESIS_HOST_DEVICE constexpr float narrow_nan(double d) noexcept {
+  const std::uint64_t x = detail::double_bits(d);
+  const auto sign = static_cast<std::uint32_t>(x >> 32) & 0x80000000u;
+  const auto mant = static_cast<std::uint32_t>((x & 0xfffffffffffffull) >> 29);
+  return detail::bits_float(sign | 0x7fc00000u | mant);
+}
+
+GENESIS_HOST_DEVICE constexpr bool is_nan_bits(float f) noexcept {
+  return (detail::float_bits(f) & 0x7fffffffu) > 0x7f800000u;
+}
+GENESIS_HOST_DEVICE constexpr bool is_nan_bits(double d) noexcept {
+  return (detail::double_bits(d) & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+}
+
+/// float -> double, exact; NaNs as the CPU converts them on either side.
+GENESIS_HOST_DEVICE inline double float_to_double(float f) noexcept {
+#if defined(__CUDA_ARCH__)
+  if (is_nan_bits(f)) return widen_nan(f);
+#endif
+  return static_cast<double>(f);
+}
+
+/// double -> float, rounded to nearest even; NaNs as the CPU converts them.
+GENESIS_HOST_DEVICE inline float double_to_float(double d) noexcept {
+#if defined(__CUDA_ARCH__)
+  if (is_nan_bits(d)) return narrow_nan(d);
+#endif
+  return static_cast<float>(d);
+}
+
 template <typename S>
 GENESIS_HOST_DEVICE constexpr double to_double(S s) noexcept {
-  if constexpr (kIsHalfLike<S>) return static_cast<double>(static_cast<float>(s));
+  if constexpr (kIsHalfLike<S>) return static_cast<double>(static_cast<float>(s));  // no NaN reaches integers
   else return static_cast<double>(s);
 }
 
@@ -88,12 +140,39 @@ GENESIS_HOST_DEVICE inline D cast(S s) noexcept {
     if constexpr (std::is_integral_v<D>) {
       return cast_detail::float_to_integer<D>(cast_detail::to_double(s));
     } else if constexpr (std::is_same_v<S, double>) {
-      return D(s);  // Half(double) / BFloat16(double) round once; float narrows
+      if constexpr (std::is_same_v<D, float>) return cast_detail::double_to_float(s);
+      else return D(s);  // Half(double) / BFloat16(double) round once
     } else {
       const float f = static_cast<float>(s);  // exact widening
-      if constexpr (std::is_same_v<D, double>) return static_cast<double>(f);
+      if constexpr (std::is_same_v<D, double>) return cast_detail::float_to_double(f);
       else return D(f);
     }
+  }
+}
+
+/// A bool element of a raw buffer, read as a byte: any nonzero byte is true.
+/// Reading arbitrary bytes through C++ bool is undefined, and storages may
+/// hold bytes other than 0 and 1 (from_blob, files, other libraries).
+struct BoolByte {
+  std::uint8_t v;
+};
+
+/// One element of a buffer conversion (convert_dtype, convert_dtype_cuda):
+/// cast<D>(s) with bool elements as BoolByte, and the 16-bit floats passed
+/// through float even to their own type, so that a signalling NaN comes out
+/// quiet (cast<> itself keeps an identity copy bit for bit).
+template <typename D, typename S>
+GENESIS_HOST_DEVICE inline D convert_element(S s) noexcept {
+  if constexpr (std::is_same_v<S, BoolByte> && std::is_same_v<D, BoolByte>) {
+    return BoolByte{static_cast<std::uint8_t>(s.v != 0)};
+  } else if constexpr (std::is_same_v<S, BoolByte>) {
+    return cast<D>(s.v != 0);
+  } else if constexpr (std::is_same_v<D, BoolByte>) {
+    return BoolByte{static_cast<std::uint8_t>(cast<bool>(s))};
+  } else if constexpr (std::is_same_v<D, S> && kIsHalfLike<S>) {
+    return cast<D>(cast<float>(s));
+  } else {
+    return cast<D>(s);
   }
 }
 

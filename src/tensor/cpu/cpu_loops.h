@@ -20,7 +20,7 @@
 #include "genesis/core/half.h"
 #include "genesis/tensor/backend.h"
 #include "genesis/core/cast.h"
-#include "../dtype_dispatch.h"
+#include "genesis/core/dtype_dispatch.h"
 #include "thread_pool.h"
 
 namespace genesis::kernels::cpu {

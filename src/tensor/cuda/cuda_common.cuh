@@ -1,5 +1,5 @@
 // Shared machinery of the CUDA kernels (src/tensor/cuda/*.cu): dtype
-// dispatch (../dtype_dispatch.h, shared with the CPU), stream resolution,
+// dispatch (genesis/core/dtype_dispatch.h, shared with the CPU), stream resolution,
 // launch checks, dimension coalescing and the strided offset calculator.
 // Device code; included by .cu files only.
 //
@@ -26,7 +26,7 @@
 #include "genesis/cuda/stream.h"
 #include "genesis/tensor/backend.h"
 #include "genesis/core/cast.h"
-#include "../dtype_dispatch.h"
+#include "genesis/core/dtype_dispatch.h"
 
 namespace genesis::kernels::cuda_impl {
 

@@ -1,14 +1,17 @@
-// Dtype dispatch shared by the CPU and CUDA kernels: from a runtime DType (or
-// an element size) to a compile-time element type. Host code only; the CUDA
-// kernels include it through cuda_common.cuh, the CPU ones through
-// cpu_loops.h. Both backends live in namespaces nested in genesis::kernels,
-// so these names need no qualification there.
+// Dtype dispatch: from a runtime DType (or an element size) to a compile-time
+// element type. The one mapping every converter and kernel backend uses
+// (storage's CPU and CUDA conversions, the tensor CPU and CUDA kernels), so a
+// new dtype is added in one place. Host code; the functions it picks may be
+// device code. The names live in genesis::kernels, where the kernel backends
+// (nested namespaces of it) find them unqualified.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
+#include "genesis/core/cast.h"
 #include "genesis/core/dtype.h"
 #include "genesis/core/half.h"
 
@@ -35,6 +38,15 @@ decltype(auto) dispatch(DType t, F&& f) {
     case DType::kFloat64: break;
   }
   return f(TypeTag<double>{});
+}
+
+/// As dispatch, but bool elements come as BoolByte (core/cast.h): code that
+/// reads buffers whose bool bytes may hold any value (conversions of raw
+/// storages) must not read them through C++ bool.
+template <typename F>
+decltype(auto) dispatch_element(DType t, F&& f) {
+  if (t == DType::kBool) return f(TypeTag<BoolByte>{});
+  return dispatch(t, std::forward<F>(f));
 }
 
 /// Calls f(TypeTag<U>{}) with an unsigned integer type of `bytes` bytes:
