@@ -6,6 +6,8 @@
 # Stages (each runs even if an earlier one failed; exit status is nonzero if
 # any failed; a summary is printed at the end):
 #   deps    install missing prerequisites (scripts/setup.sh --deps-only)
+#   layers  scripts/check_layers.py: every #include follows the layer order
+#           (core < cuda < memory < storage < tensor < python; debug beside)
 #   release Release build in build/ (CUDA auto) -> ctest (all tests)
 #   asan    ASan+UBSan build in build-asan/ (CUDA off, Python module on) -> ctest (all tests)
 #   asan-py pytest python/tests against build-asan/'s module under ASan+UBSan
@@ -56,6 +58,15 @@ if "$ROOT/scripts/setup.sh" --deps-only; then
   record deps PASS
 else
   record deps FAIL "could not install prerequisites"
+fi
+
+# ---------------------------------------------------------------- layers ---
+# Before any build: a forbidden include is reported in a second, by file and line.
+log "layers: scripts/check_layers.py"
+if "$PYTHON" "$ROOT/scripts/check_layers.py"; then
+  record layers PASS
+else
+  record layers FAIL "an #include breaks the layer order (listed above)"
 fi
 
 # --------------------------------------------------------------- release ---
