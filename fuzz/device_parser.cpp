@@ -21,7 +21,7 @@ namespace {
 #define FUZZ_REQUIRE(cond)                                                                        \
   do {                                                                                            \
     if (!(cond)) {                                                                                \
-      std::fprintf(stderr, "Device::parse property broken: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
+      std::fprintf(stderr, "parse_device property broken: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
       std::abort();                                                                               \
     }                                                                                             \
   } while (0)
