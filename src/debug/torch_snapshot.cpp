@@ -7,77 +7,15 @@
 #include <vector>
 
 #include "genesis/core/error.h"
+#include "snapshot_entry.h"
 
 namespace genesis::debug {
 
 namespace {
 
-using Kind = PickleValue::Kind;
-
-struct EntryReader {
-  const std::string& source;
-  int device;
-  std::size_t index;  // of the entry in its device's trace
-
-  [[noreturn]] void fail(const std::string& what) const {
-    GENESIS_THROW(InvalidArgumentError, source, ": device_traces[", device, "][", index, "]: ", what);
-  }
-  const PickleValue& field(const PickleValue& e, const char* name) const {
-    const PickleValue* v = e.get(name);
-    if (v == nullptr) fail(std::string("no '") + name + "'");
-    return *v;
-  }
-  std::uint64_t unsigned_int(const PickleValue& e, const char* name) const {
-    const PickleValue& v = field(e, name);
-    if (v.kind == Kind::kBool || v.kind != Kind::kInt)
-      fail(std::string("'") + name + "' is a " + v.kind_name() + ", expected an int");
-    if (!v.big && v.integer < 0) fail(std::string("'") + name + "' is negative (" + std::to_string(v.integer) + ")");
-    return static_cast<std::uint64_t>(v.integer);
-  }
-  // Streams are signed in PyTorch (int64 of a cudaStream_t); kept as bits.
-  StreamId stream(const PickleValue& e) const {
-    const PickleValue* v = e.get("stream");
-    if (v == nullptr || v->kind == Kind::kNone) return 0;
-    if (v->kind != Kind::kInt) fail(std::string("'stream' is a ") + v->kind_name() + ", expected an int");
-    return static_cast<StreamId>(v->integer);
-  }
-  // Microseconds; negative, non-finite or missing: none.
-  bool time(const PickleValue& e, std::uint64_t& out) const {
-    const PickleValue* v = e.get("time_us");
-    if (v == nullptr || v->kind == Kind::kNone) return false;
-    if (v->kind == Kind::kInt) {
-      out = v->big ? static_cast<std::uint64_t>(v->integer) : v->integer < 0 ? 0 : static_cast<std::uint64_t>(v->integer);
-      return true;
-    }
-    if (v->kind == Kind::kFloat) {
-      const double d = v->real;
-      out = std::isfinite(d) && d > 0 ? (d >= 1.8e19 ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(d)) : 0;
-      return true;
-    }
-    fail(std::string("'time_us' is a ") + v->kind_name() + ", expected a number");
-  }
-  // frames -> "file:line in name" lines, innermost first; malformed frames
-  // are skipped (a site is a hint for reports, not data the replay needs).
-  std::string site(const PickleValue& e) const {
-    const PickleValue* frames = e.get("frames");
-    if (frames == nullptr || !frames->is_sequence()) return {};
-    std::string out;
-    for (const PickleValue* f : frames->items) {
-      if (!f->is_dict()) continue;
-      const PickleValue* file = f->get("filename");
-      const PickleValue* line = f->get("line");
-      const PickleValue* name = f->get("name");
-      if (file == nullptr || !file->is_string()) continue;
-      if (!out.empty()) out += '\n';
-      out += file->text;
-      out += ':';
-      out += line != nullptr && line->is_int() ? std::to_string(line->integer) : "0";
-      out += " in ";
-      out += name != nullptr && name->is_string() ? name->text : "?";
-    }
-    return out;
-  }
-};
+using detail::SnapshotDevice;
+using detail::SnapshotEntryReader;
+using detail::select_snapshot_device;
 
 std::string join(const std::vector<int>& v) {
   std::string out;
@@ -87,8 +25,10 @@ std::string join(const std::vector<int>& v) {
 
 }  // namespace
 
-Trace trace_from_torch_snapshot(const PickleValue& snapshot, const std::string& source,
-                                const TorchSnapshotOptions& options) {
+namespace detail {
+
+SnapshotDevice select_snapshot_device(const PickleValue& snapshot, const std::string& source,
+                                      const TorchSnapshotOptions& options) {
   GENESIS_CHECK(snapshot.is_dict(), source, ": not a memory snapshot (a pickled ", snapshot.kind_name(),
                 ", expected the dict of torch.cuda.memory._snapshot())");
   const PickleValue* traces = snapshot.get("device_traces");
@@ -114,10 +54,19 @@ Trace trace_from_torch_snapshot(const PickleValue& snapshot, const std::string& 
   std::string name = source + " (device " + std::to_string(device);
   if (non_empty.size() > 1) name += " of " + join(non_empty);
   name += ")";
-  TraceBuilder builder(name);
-  const PickleValue& entries = *traces->items[static_cast<std::size_t>(device)];
+  return SnapshotDevice{device, std::move(name), traces->items[static_cast<std::size_t>(device)]};
+}
+
+}  // namespace detail
+
+Trace trace_from_torch_snapshot(const PickleValue& snapshot, const std::string& source,
+                                const TorchSnapshotOptions& options) {
+  const SnapshotDevice chosen = select_snapshot_device(snapshot, source, options);
+  const int device = chosen.device;
+  TraceBuilder builder(chosen.name);
+  const PickleValue& entries = *chosen.entries;
   for (std::size_t i = 0; i < entries.items.size(); ++i) {
-    const EntryReader r{source, device, i};
+    const SnapshotEntryReader r{source, device, i};
     const PickleValue& e = *entries.items[i];
     if (!e.is_dict()) r.fail(std::string("is a ") + e.kind_name() + ", expected a dict");
     const PickleValue& action = r.field(e, "action");

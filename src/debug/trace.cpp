@@ -19,6 +19,7 @@
 
 #include "genesis/core/error.h"
 #include "genesis/debug/torch_snapshot.h"
+#include "trace_output.h"
 
 // Defined by CMake (1 when zlib was found); 0 when built some other way.
 #ifndef GENESIS_WITH_ZLIB
@@ -623,77 +624,6 @@ class Parser {
   std::string pending_;
 };
 
-// ---------------------------------------------------------------------------
-// Output: a plain or gzip file written in chunks.
-
-class OutputFile {
- public:
-  OutputFile(const std::string& path, bool gzip) : path_(path) {
-    if (!gzip) {
-      plain_ = std::fopen(path.c_str(), "wb");
-      GENESIS_CHECK(plain_ != nullptr, "cannot create trace '", path, "': ", std::strerror(errno));
-      return;
-    }
-#if GENESIS_WITH_ZLIB
-    gz_ = gzopen(path.c_str(), "wb6");
-    GENESIS_CHECK(gz_ != nullptr, "cannot create trace '", path, "': ", std::strerror(errno));
-#else
-    GENESIS_THROW(InvalidArgumentError, "cannot write '", path,
-                  "': this Genesis was built without zlib (no gzip); write a .csv instead");
-#endif
-  }
-  ~OutputFile() {
-    if (plain_ != nullptr) std::fclose(plain_);
-#if GENESIS_WITH_ZLIB
-    if (gz_ != nullptr) gzclose(gz_);
-#endif
-  }
-  OutputFile(const OutputFile&) = delete;
-  OutputFile& operator=(const OutputFile&) = delete;
-
-  void write(std::string_view data) {
-    if (data.empty()) return;
-    bool ok = true;
-    if (plain_ != nullptr) {
-      ok = std::fwrite(data.data(), 1, data.size(), plain_) == data.size();
-    } else {
-#if GENESIS_WITH_ZLIB
-      ok = gzwrite(gz_, data.data(), static_cast<unsigned>(data.size())) == static_cast<int>(data.size());
-#endif
-    }
-    if (!ok) GENESIS_THROW(Error, "error writing trace '", path_, "': ", std::strerror(errno));
-  }
-
-  void close() {
-    int rc = 0;
-    if (plain_ != nullptr) {
-      rc = std::fclose(plain_);
-      plain_ = nullptr;
-    }
-#if GENESIS_WITH_ZLIB
-    if (gz_ != nullptr) {
-      rc = gzclose(gz_) == Z_OK ? 0 : -1;
-      gz_ = nullptr;
-    }
-#endif
-    if (rc != 0) GENESIS_THROW(Error, "error writing trace '", path_, "': ", std::strerror(errno));
-  }
-
- private:
-  std::string path_;
-  std::FILE* plain_ = nullptr;
-#if GENESIS_WITH_ZLIB
-  gzFile gz_ = nullptr;
-#endif
-};
-
-void append_number(std::string& out, std::uint64_t v) {
-  char buf[24];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  (void)ec;  // 24 digits always suffice for 64 bits
-  out.append(buf, end);
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -739,21 +669,20 @@ Trace read_trace(const std::string& path) {
 }
 
 void write_trace(const std::string& path, const std::vector<memory::MemoryEvent>& events) {
-  const bool gzip = path.size() >= 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-  OutputFile out(path, gzip);
+  detail::OutputFile out(path, detail::gzip_name(path));
   std::string buf = "time_us,action,addr,size,stream\n";
   buf.reserve(kChunk + 256);
   for (const memory::MemoryEvent& e : events) {
-    append_number(buf, e.time_ns / 1000);
+    detail::append_number(buf, e.time_ns / 1000);
     buf += ',';
     buf += memory::event_action_name(e.action);
     buf += ',';
     // An OOM has no address (MemoryEvent keeps the device's free bytes there).
-    append_number(buf, e.action == memory::EventAction::kOOM ? 0 : e.address);
+    detail::append_number(buf, e.action == memory::EventAction::kOOM ? 0 : e.address);
     buf += ',';
-    append_number(buf, e.size);
+    detail::append_number(buf, e.size);
     buf += ',';
-    append_number(buf, e.stream);
+    detail::append_number(buf, e.stream);
     buf += '\n';
     if (buf.size() >= kChunk) {
       out.write(buf);

@@ -61,6 +61,7 @@ int genesis_mem_main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<Command> commands;
   commands.push_back(add_replay_command(app));
+  commands.push_back(add_convert_command(app));
   for (Command& c : add_watch_commands(app)) commands.push_back(std::move(c));
   commands.push_back(add_interactive_command(app));
   commands.push_back(add_exporter_command(app));

@@ -24,6 +24,9 @@ struct Command {
 /// `genesis-mem replay TRACE ...` (replay_command.cpp).
 Command add_replay_command(CLI::App& app);
 
+/// `genesis-mem convert SNAPSHOT OUT` (convert_command.cpp).
+Command add_convert_command(CLI::App& app);
+
 /// `genesis-mem profile|oom|leak|fragment|monitor ...` (watch_commands.cpp).
 std::vector<Command> add_watch_commands(CLI::App& app);
 
