@@ -137,20 +137,9 @@ def test_mapped_storage_arguments_never_crash(tmp_path_factory, mode, shape, off
 
 
 @pytest.mark.parametrize("cls", ["Storage", "StorageView", "SharedStorage", "MappedStorage", "BatchStorage"])
-def test_uninitialised_instances_raise_instead_of_crashing(cls):
-    # pybind11's __new__ without __init__ leaves the C++ object unconstructed.
+def test_new_without_init_is_refused(cls):
+    # pybind11's __new__ without __init__ would leave the C++ object
+    # unconstructed: it is refused before such an object exists.
     klass = getattr(genesis, cls)
-    obj = klass.__new__(klass)
-    for name in ("shape", "nbytes", "data_ptr", "numpy", "__len__", "__repr__", "close", "storages"):
-        attr = getattr(klass, name, None)
-        if attr is None:
-            continue
-        with pytest.raises(TypeError, match="not initialised"):
-            value = getattr(obj, name)
-            if callable(value):
-                value()
-    if cls != "BatchStorage":
-        with pytest.raises(BufferError, match="not initialised"):
-            memoryview(obj)
-        with pytest.raises(TypeError, match="not initialised"):
-            genesis.inspect_storage(obj)
+    with pytest.raises(TypeError, match="never constructed"):
+        klass.__new__(klass)

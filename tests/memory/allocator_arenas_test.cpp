@@ -13,6 +13,7 @@
 
 #include "genesis/core/error.h"
 #include "genesis/memory/caching_allocator.h"
+#include "genesis/memory/host_resource.h"
 #include "genesis/memory/simulated_device.h"
 #include "support/allocator_test_util.h"
 
@@ -60,9 +61,10 @@ TEST(Arenas, OneArenaIsOnePool) {
   EXPECT_EQ(a.arenas_in_use(), 1u);
 }
 
-TEST(Arenas, DefaultIsOnePerHardwareThreadUpToTheMaximum) {
-  auto sim = std::make_shared<SimulatedDevice>(1 * GiB);
-  CachingAllocator a(sim);
+// Device memory defaults to one pool (allocator_cross_thread_test.cpp);
+// host memory to one arena per hardware thread, at most kMaxArenas.
+TEST(Arenas, HostDefaultIsOnePerHardwareThreadUpToTheMaximum) {
+  CachingAllocator a(std::make_shared<HostResource>());
   const std::uint32_t hw = std::max(1u, std::thread::hardware_concurrency());
   EXPECT_EQ(a.arena_limit(), std::min(CachingAllocator::kMaxArenas, hw));
 }

@@ -1,7 +1,7 @@
 // Parked large blocks (Note [Parked large blocks] in caching_allocator.cpp):
-// a large-pool search leaves up to thread_cache_large_park large blocks in
-// the thread cache, so that they come back as exact hits; more than that go
-// back to the pool first; and every cached block goes back before the pool
+// up to thread_cache_large_park large blocks wait in the thread cache, so
+// that they come back as exact hits; more than that go to the pool when they
+// are freed; and every cached block goes back before the pool
 // grows, so parking never costs new memory.
 #include <gtest/gtest.h>
 
@@ -71,11 +71,18 @@ TEST_F(LargeParkTest, ZeroReturnsEveryCachedLargeBlockAtASearch) {
   a->deallocate(miss);
 }
 
+// A free that finds the limit's worth of large blocks already parked sends
+// them to the pool with itself: the third free here empties the cache, and
+// every later request is served by the pool.
 TEST_F(LargeParkTest, MoreThanTheLimitGoBackToThePool) {
   auto a = make(2);
   void* miss = nullptr;
-  const std::vector<std::size_t> sizes{2 * MiB, 3 * MiB, 4 * MiB};  // three parked, limit two
+  const std::vector<std::size_t> sizes{2 * MiB, 3 * MiB, 4 * MiB};  // three freed, limit two
   park_then_miss(*a, sizes, &miss);
+  std::size_t parked = 0;
+  for (const SegmentInfo& seg : a->snapshot())
+    for (const BlockInfo& b : seg.blocks) parked += b.state == "thread_cached" && b.size > 1 * MiB;
+  EXPECT_EQ(parked, 0u);
   const MemoryStats before = a->stats();
   std::vector<void*> again;
   for (std::size_t s : sizes) again.push_back(a->allocate(s));

@@ -34,7 +34,10 @@ struct alignas(64) Block {
   std::uintptr_t addr = 0;
   std::size_t size = 0;        // rounded size; invariant: multiple of 512
   StreamId stream = 0;         // stream the block was allocated on
-  Block* cache_next = nullptr; // link in a thread-cache bin or the block arena free list
+  // Link in a thread-cache bin (kThreadCached) or the block arena's free
+  // list (kDead); while kAllocated, the thread cache that took the block, or
+  // null (Note [Cross-thread frees]).
+  Block* cache_next = nullptr;
   std::vector<StreamId>* stream_uses = nullptr;  // other streams (record_stream); rare, so out of line
   // Written by the owning thread on the hot path and read by snapshots and
   // double-free checks from other threads: relaxed atomics (plain moves on x86).
@@ -66,6 +69,10 @@ struct alignas(64) Block {
   const char* get_location() const noexcept { return location.load(std::memory_order_relaxed); }
   void set_location(const char* l) noexcept { location.store(l, std::memory_order_relaxed); }
   // `|`, not `||`: no branch (index_insert asks on every block it files).
+  /// The thread cache (detail::ThreadCache*) a block is handed to, kept while
+  /// it is allocated: only that cache may take it back on a free.
+  void set_taker(const void* tc) noexcept { cache_next = static_cast<Block*>(const_cast<void*>(tc)); }
+  bool taken_by(const void* tc) const noexcept { return cache_next == tc; }
   bool is_split() const noexcept { return (prev != nullptr) | (next != nullptr); }
 };
 

@@ -1,0 +1,213 @@
+// Memory freed by one thread and needed by another (Note [Cross-thread frees]
+// in caching_allocator.h, Note [Arenas] in allocator_arenas.cpp): a thread
+// cache takes back only what it handed out, holds a bounded number of large
+// blocks, and device memory stays in one pool by default, so that a program
+// whose threads free each other's memory (a training loop: activations made
+// by the program's thread, freed by the autograd thread) reserves no more
+// than one thread would.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "genesis/memory/caching_allocator.h"
+#include "genesis/memory/host_resource.h"
+#include "genesis/memory/simulated_device.h"
+#include "support/allocator_test_util.h"
+
+namespace genesis::memory {
+namespace {
+
+using namespace testing_support;  // NOLINT
+
+void on_thread(const std::function<void()>& f) {
+  std::thread t(f);
+  t.join();
+}
+
+// A second thread that lives across steps, like the autograd engine's: it
+// runs each job it is given, one at a time, while the caller waits.
+class Worker {
+ public:
+  Worker() : thread_([this] { loop(); }) {}
+  ~Worker() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void run(std::function<void()> job) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    job_ = std::move(job);
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return !job_; });
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || job_; });
+      if (stop_) return;
+      lock.unlock();
+      job_();
+      lock.lock();
+      job_ = nullptr;
+      cv_.notify_all();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::function<void()> job_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+TEST(CrossThread, AFreeByAnotherThreadGoesToThePool) {
+  auto sim = std::make_shared<SimulatedDevice>(1 * GiB);
+  CachingAllocator a(sim, classic());
+  const std::vector<std::size_t> sizes = {512, 4096, 100 * KiB, 1 * MiB, 3 * MiB, 24 * MiB};
+  std::vector<void*> ptrs;
+  for (std::size_t s : sizes) ptrs.push_back(a.allocate(s));
+  const std::int64_t upstream_allocs = a.stats().num_upstream_allocs;
+  on_thread([&] {
+    for (void* p : ptrs) a.deallocate(p);
+    EXPECT_EQ(count_blocks(a.snapshot(), "thread_cached"), 0u) << "another thread's block was cached";
+  });
+  const MemoryStats s = a.stats();
+  EXPECT_EQ(s.allocated_bytes[kStatAggregate].current, 0);
+  // The allocating thread gets the same memory back without growing.
+  for (std::size_t s2 : sizes) a.deallocate(a.allocate(s2));
+  EXPECT_EQ(a.stats().num_upstream_allocs, upstream_allocs);
+  EXPECT_EQ(sim->num_misuses(), 0u);
+}
+
+TEST(CrossThread, AFreeByTheAllocatingThreadIsStillCached) {
+  auto sim = std::make_shared<SimulatedDevice>(1 * GiB);
+  CachingAllocator a(sim, classic());
+  void* p = a.allocate(4096);
+  a.deallocate(p);
+  EXPECT_EQ(count_blocks(a.snapshot(), "thread_cached"), 1u);
+  const std::int64_t hits = a.stats().num_thread_cache_hits;
+  EXPECT_EQ(a.allocate(4096), p);
+  EXPECT_EQ(a.stats().num_thread_cache_hits, hits + 1);
+  a.deallocate(p);
+}
+
+// A block freed through free_block by another thread is not cached either.
+TEST(CrossThread, BlockApiFollowsTheSameRule) {
+  auto sim = std::make_shared<SimulatedDevice>(1 * GiB);
+  CachingAllocator a(sim, classic());
+  std::vector<CachingAllocator::Block*> blocks;
+  for (std::size_t s : {std::size_t{512}, 64 * KiB, 4 * MiB}) blocks.push_back(a.allocate_block(s));
+  on_thread([&] {
+    for (auto* b : blocks) a.free_block(b);
+    EXPECT_EQ(count_blocks(a.snapshot(), "thread_cached"), 0u);
+  });
+  EXPECT_EQ(a.stats().allocated_bytes[kStatAggregate].current, 0);
+}
+
+// A thread keeps at most thread_cache_large_park large blocks however many
+// it frees: a free that finds the cache at the limit sends them all to the
+// pool, where they merge.
+TEST(CrossThread, AThreadParksAtMostTheLargeParkLimit) {
+  auto sim = std::make_shared<SimulatedDevice>(1 * GiB);
+  AllocatorOptions o = classic();
+  o.thread_cache_large_park = 3;
+  CachingAllocator a(sim, o);
+  std::vector<void*> ptrs;
+  for (int i = 0; i < 10; ++i) ptrs.push_back(a.allocate((2 + i) * MiB));
+  for (void* p : ptrs) a.deallocate(p);
+  std::size_t large_cached = 0;
+  for (const SegmentInfo& seg : a.snapshot())
+    for (const BlockInfo& b : seg.blocks) large_cached += b.state == "thread_cached" && b.size > 1 * MiB;
+  EXPECT_GT(large_cached, 0u);
+  EXPECT_LE(large_cached, 3u);
+  // What is not parked is free in the pool: the same sizes come back
+  // without the pool growing.
+  const std::int64_t upstream_allocs = a.stats().num_upstream_allocs;
+  ptrs.clear();
+  for (int i = 0; i < 10; ++i) ptrs.push_back(a.allocate((2 + i) * MiB));
+  EXPECT_EQ(a.stats().num_upstream_allocs, upstream_allocs);
+  for (void* p : ptrs) a.deallocate(p);
+}
+
+struct LoopResult {
+  std::int64_t peak_reserved = 0;
+  std::int64_t peak_allocated = 0;
+  std::int64_t live_peak = 0;
+};
+
+// Training-like steps: this thread allocates "activations"; a persistent
+// worker frees them, then allocates and frees "gradients" of other sizes.
+LoopResult autograd_like_loop(CachingAllocator& a, int steps) {
+  std::mt19937 rng(7);
+  std::vector<std::size_t> sizes;
+  const std::size_t mib[] = {1, 3, 5, 6, 12, 24, 48};
+  for (int i = 0; i < 120; ++i) sizes.push_back(mib[rng() % 7] * MiB + rng() % 4096);
+  for (int i = 0; i < 200; ++i) sizes.push_back(1 + rng() % 300000);
+  std::shuffle(sizes.begin(), sizes.end(), rng);
+  std::int64_t live = 0;
+  for (std::size_t s : sizes) live += static_cast<std::int64_t>(round512(s));
+  Worker worker;
+  for (int step = 0; step < steps; ++step) {
+    std::vector<void*> acts;
+    for (std::size_t s : sizes) acts.push_back(a.allocate(s));
+    worker.run([&] {
+      for (auto it = acts.rbegin(); it != acts.rend(); ++it) a.deallocate(*it);
+      std::vector<void*> grads;
+      for (std::size_t i = 0; i < sizes.size() / 2; ++i) grads.push_back(a.allocate(sizes[i] / 2 + 1));
+      for (void* g : grads) a.deallocate(g);
+    });
+  }
+  const MemoryStats s = a.stats();
+  return {s.reserved_bytes[kStatAggregate].peak, s.allocated_bytes[kStatAggregate].peak, live};
+}
+
+TEST(CrossThread, AnAutogradLikeLoopReservesWhatOneThreadWould) {
+  for (bool expandable : {true, false}) {
+    SCOPED_TRACE(expandable ? "expandable segments" : "classic segments");
+    AllocatorOptions cached = expandable ? AllocatorOptions{} : classic();
+    cached.expandable_segments =
+        expandable ? AllocatorOptions::Expandable::kOn : AllocatorOptions::Expandable::kOff;
+    AllocatorOptions uncached = cached;
+    uncached.thread_cache = false;
+    CachingAllocator with_cache(std::make_shared<SimulatedDevice>(16 * GiB), cached);
+    CachingAllocator without_cache(std::make_shared<SimulatedDevice>(16 * GiB), uncached);
+    const LoopResult r = autograd_like_loop(with_cache, 5);
+    const LoopResult base = autograd_like_loop(without_cache, 5);
+    // The thread cache costs at most 3% more memory than no thread cache.
+    EXPECT_LE(static_cast<double>(r.peak_reserved), 1.03 * static_cast<double>(base.peak_reserved))
+        << r.peak_reserved << " vs " << base.peak_reserved;
+    if (expandable) {
+      EXPECT_LE(static_cast<double>(r.peak_reserved), 1.03 * static_cast<double>(r.live_peak));
+    }
+    // The reported peak of allocated bytes stays close to the true one
+    // (another thread's cached blocks are the only excess).
+    EXPECT_GE(r.peak_allocated, r.live_peak);
+    EXPECT_LE(static_cast<double>(r.peak_allocated), 1.03 * static_cast<double>(r.live_peak));
+  }
+}
+
+TEST(CrossThread, DeviceMemoryHasOnePoolByDefaultHostMemoryArenas) {
+  CachingAllocator device(std::make_shared<SimulatedDevice>(1 * GiB));
+  EXPECT_EQ(device.arena_limit(), 1u);
+  CachingAllocator host(std::make_shared<HostResource>());
+  const std::uint32_t hw = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_EQ(host.arena_limit(), std::min(CachingAllocator::kMaxArenas, hw));
+  AllocatorOptions four;
+  four.arenas = 4;
+  CachingAllocator asked(std::make_shared<SimulatedDevice>(1 * GiB), four);
+  EXPECT_EQ(asked.arena_limit(), 4u);
+}
+
+}  // namespace
+}  // namespace genesis::memory
