@@ -14,6 +14,7 @@
 #include "genesis/core/bytes.h"
 #include "genesis/core/error.h"
 #include "genesis/debug/replay.h"
+#include "genesis/memory/alloc_conf.h"
 #include "genesis/debug/replay_reference.h"
 #include "genesis/debug/replay_report.h"
 #include "genesis/debug/trace.h"
@@ -41,6 +42,7 @@ struct ReplayArgs {
   int warmup = -1;
   double memory_fraction = 1.0;
   std::string sim_vmm_cost = "none";
+  std::string alloc_conf;  // allocator options on top of every configuration
 };
 
 json counts_json(const debug::TraceCounts& c) {
@@ -107,6 +109,10 @@ int run_replay(const ReplayArgs& args) {
   for (const std::string& name : names) {
     debug::ReplayConfig config = debug::make_replay_config(name, device, capacity);
     config.options.memory_fraction = args.memory_fraction;
+    if (!args.alloc_conf.empty()) {
+      config.options = memory::parse_alloc_conf(args.alloc_conf, config.options, "--alloc-conf");
+      config.name += "+conf";
+    }
     config.sim_vmm_cost = vmm_cost;
     configs.push_back(std::move(config));
   }
@@ -210,6 +216,9 @@ Command add_replay_command(CLI::App& app) {
   sub->add_option("--sim-vmm-cost", args->sim_vmm_cost,
                   "Simulated device: what mapping a 2 MiB page costs: none (default), cuda (H200 driver figures), "
                   "or MAP,SET_ACCESS,UNMAP microseconds per page");
+  sub->add_option("--alloc-conf", args->alloc_conf,
+                  "Allocator options on top of every configuration, as GENESIS_ALLOC_CONF writes them "
+                  "(e.g. thread_cache_size:64MB,thread_cache_large_park:2); the configurations are named NAME+conf");
   sub->add_option("--memory-fraction", args->memory_fraction, "Cap reserved memory at this fraction of the device")
       ->check(CLI::Range(0.0, 1.0));
   return Command{sub, [args] { return run_replay(*args); }};
