@@ -13,22 +13,22 @@
 // - Started (once per process, lazily) before the first unnamed segment is
 //   created, so no unnamed segment ever exists unwatched. A fork()ed child
 //   that creates unnamed segments starts its own (its names carry its pid).
-// - It is a grandchild made with raw clone() calls and then runs only raw
-//   system calls: no allocation, no lock, nothing of the parent's libraries
-//   or sanitizer runtimes, which is what a child of a multi-threaded process
-//   may safely do. The middle process exits at once, so the watcher is no
+// - It is a grandchild made with raw clone() calls and then runs only
+//   system calls it makes itself: no allocation, no lock, no libc, nothing of
+//   the sanitizer runtimes, which is what a child of a multi-threaded process
+//   may safely do (x86-64 and AArch64 Linux; elsewhere there is no watcher). The middle process exits at once, so the watcher is no
 //   child of the user's process (no zombie, nothing for its wait() calls).
 //   It starts its own session (terminal signals such as Ctrl-C do not reach
 //   it), closes every inherited descriptor but the one it waits on (pipes
 //   the user's process closes must really close), blocks every signal but
 //   SIGTERM and SIGKILL, and uses "/" as its working directory. ps and top
 //   show it as "genesis-watcher".
-// - It gives back the memory the clone copied: private anonymous memory is
-//   dropped (else it would keep the old copy of every page the process
+// - It gives back the memory the clone copied: every private writable page
+//   is dropped (else it would keep the old copy of every page the process
 //   changes later, up to doubling the process's memory, and the OOM killer
 //   would see it as big as the process), shared mappings are unmapped (else
 //   storages, mapped files and device memory the process releases would
-//   stay alive). What is left is a few pages of stack and TLS. The clone
+//   stay alive). What is left is its stack and the code. The clone
 //   itself copies the page tables once, like a fork, when the first unnamed
 //   segment is made; there is no exec, so no helper program has to exist.
 // - It waits for the end of the whole process (all threads): a pidfd of the
