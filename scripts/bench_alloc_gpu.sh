@@ -135,7 +135,7 @@ for pat, size, what in (("threads_hot", str(MiB), "hot 1 MiB"), ("threads_mixed"
         ROWS.append((f"{n} thr {what}", pat, size, n) + goal)
     # The same with every thread running for a fixed window (pairs of all
     # threads counted) instead of a fixed number of pairs, whose wall time is
-    # the slowest thread's (bench_common.h, run_threads).
+    # the slowest thread's (bench/bench_threads.h, run_threads).
     for n in ("1", "8"):
         goal = ("speedup", 6.0) if n == "8" else (None, None)
         ROWS.append((f"{n} thr {what}, fixed window", pat + "_window", size, n) + goal)
