@@ -173,7 +173,12 @@ log "tsan: build-tsan/ (TSan, CUDA off), every test"
 # race can sit in any code that a background thread (the sampler, the
 # monitor, the thread pool) touches while a test runs.
 if configure_and_build build-tsan "${SAN_ARGS[@]}" -DGENESIS_SANITIZE=thread; then
-  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
+  # - die_after_fork=0: the fork tests (Note [Fork]) start threads in a child
+  #   of a process that has threads, which is what they check; TSan's default
+  #   is to kill such a child.
+  # - suppressions: scripts/tsan.supp says what is left out and why (OpenBLAS,
+  #   which is not built with TSan).
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:suppressions=$ROOT/scripts/tsan.supp"
   note=""
   runner=()
   # TSan (GCC 12) aborts with "unexpected memory mapping" on kernels with high

@@ -3,8 +3,9 @@
 // for pool workers that only exist in the parent. Each child arms alarm():
 // a hang kills it, and the test fails instead of hanging.
 //
-// (No "Thread" in the suite's name: the TSan stage runs those, and
-// ThreadSanitizer does not support a multi-threaded process forking.)
+// The TSan stage runs these with die_after_fork=0: by default ThreadSanitizer
+// kills a child that starts threads after its multi-threaded parent forked,
+// which is exactly what is tested here.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/allocator_test_util.h"
 #include "../support/process_util.h"
 #include "genesis/core/threads.h"
 #include "genesis/memory/device_allocators.h"
@@ -72,6 +74,10 @@ TEST_F(ForkSafety, GrandchildAndChildSettings) {
               if (get_num_threads() != 4) return 20;  // inherited
               set_num_threads(2);
               if (const int r = parallel_work(); r != 0) return r;
+              // ThreadSanitizer (GCC 12's) loses track of threads one fork
+              // further down: the grandchild's first thread stops it with
+              // "dup thread with used id". The other stages run this part.
+              if (memory::testing_support::under_tsan()) return 0;
               return child(parallel_work);
             }),
             0);
