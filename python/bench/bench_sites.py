@@ -6,7 +6,7 @@ host, in microseconds per call (best of several repeats, like timeit), with:
   * off:      memory debugging off (an AllocationSite is one atomic load);
   * sites:    only site capture on (genesis._C.set_capture_locations(True)),
               the cost of naming `--depth` Python frames (Note [Site cache]
-              in python/src/python_location.h);
+              in python/src/py_location.h);
   * debug:    genesis.enable_memory_debugging(True): sites plus event
               recording (time stamps for leak checks, the event rings).
 The call is made from a function --frames deep, so that the site walks as

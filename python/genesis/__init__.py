@@ -43,7 +43,7 @@ except ImportError as _e:  # pragma: no cover - only without a build
         "cmake (scripts/setup.sh, or cmake -S . -B build && cmake --build build) and put build/python "
         "first on PYTHONPATH: PYTHONPATH=build/python python3 ...") from _e
 
-# Allocation sites skip frames inside this package (python/src/python_location.h).
+# Allocation sites skip frames inside this package (python/src/py_location.h).
 _C.set_package_prefix(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)
 
 from ._errors import (CudaError, DivisionByZeroError, InvalidArgumentError, OutOfMemoryError,  # noqa: E402

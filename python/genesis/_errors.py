@@ -1,6 +1,6 @@
 """Genesis exception types and the "needs a GPU" check.
 
-The C++ exception translator (python/src/errors.cpp) raises these types, so
+The C++ exception translator (python/src/py_errors.cpp) raises these types, so
 they are defined in genesis._C and re-exported here:
 
 - ``OutOfMemoryError`` (a ``RuntimeError``): the allocator could not satisfy a

@@ -1,4 +1,4 @@
-"""inspect_storage and StorageTracker (what a storage is and which ones are still alive), over python/src/storage_inspect.cpp.
+"""inspect_storage and StorageTracker (what a storage is and which ones are still alive), over python/src/py_storage_inspect.cpp.
 
     info = genesis.inspect_storage(s)      # attributes, info['size_bytes'], print(info)
     tracker = genesis.StorageTracker()

@@ -1,5 +1,5 @@
 """Tensors: ``genesis.Tensor`` and the functions that make and
-combine them. Everything is C++ (python/src/tensor*.cpp, dlpack.cpp); this
+combine them. Everything is C++ (python/src/py_tensor*.cpp, py_dlpack.cpp); this
 module only registers the Python objects the bindings hand out (dtypes,
 devices, the (values, indices) result type) and re-exports the functions
 under their public names. ``genesis.empty`` is the C++ function itself: no

@@ -9,7 +9,7 @@ While debugging is on, every allocation made through Genesis from Python
 records where the Python code made it: up to get_site_depth() frames outside
 the genesis package (default 4), innermost first, one per line
 ("train.py:42 in step\ntrain.py:90 in main"), stored as the block's location
-in the C++ allocator (python/src/python_location.h). Allocations made from
+in the C++ allocator (python/src/py_location.h). Allocations made from
 C++ carry the location their code declares with ScopedAllocationContext, if
 any. The allocators also record events, which stamps every allocation with
 its time.

@@ -9,15 +9,15 @@
     genesis.MappedStorage('data.bin', (10, 10), genesis.float64, mode='w+')
     genesis.BatchStorage([a, b]).batch_copy([ga, gb])
 
-The classes are the C++ bindings themselves (python/src/storage*.cpp,
-shared_storage.cpp, mapped_storage.cpp); this module adds what needs Python:
+The classes are the C++ bindings themselves (python/src/py_storage*.cpp,
+py_shared_storage.cpp, py_mapped_storage.cpp); this module adds what needs Python:
 create_storage accepts anything NumPy can turn into an array (torch tensors,
 objects with __array__), and SharedStorage pickles by name. Inspection and
 tracking are in _storage_inspect.
 
 Lifetime: a Storage object holds one strong reference; ``del s`` gives the
 block back to its pool at once unless a NumPy array, a view or another handle
-still uses it (Note [Python storage objects] in python/src/storage_object.h).
+still uses it (Note [Python storage objects] in python/src/py_storage_object.h).
 """
 
 from . import _C

@@ -1,5 +1,5 @@
 """Long tensor operations run without the GIL (Note [GIL release] in
-python/src/gil.h): another Python thread makes progress while one runs.
+python/src/py_gil.h): another Python thread makes progress while one runs.
 
 How it is measured, without depending on how fast the machine is: a worker
 thread stamps the time just before and just after one large operation (one

@@ -1,5 +1,5 @@
 """memory_stats() carries PyTorch's key names where the concept is the same
-(Note [PyTorch's statistic names] in python/src/convert.cpp), so that
+(Note [PyTorch's statistic names] in python/src/py_convert.cpp), so that
 dashboards written for torch.cuda.memory_stats() read Genesis. On a
 simulated GPU: the names, and that the values are the Genesis figures they
 stand for."""

@@ -59,7 +59,7 @@ def test_cpp_errors_map_to_python_types(kind, expected):
     # The C++ message survives unchanged; the location of the check that
     # fired is an attribute, not part of what a Python user reads.
     assert str(info.value) == "CUDA OOM: message from C++"
-    assert info.value.cpp_location.startswith("errors.cpp:")
+    assert info.value.cpp_location.startswith("py_errors.cpp:")
 
 
 def test_cuda_error_carries_code():

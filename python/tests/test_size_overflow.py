@@ -98,6 +98,6 @@ def test_matmul_batch_and_index_plans():
     with pytest.raises(ValueError, match="more than 2\\^63-1 elements"):
         genesis.matmul(a, b)
     y = genesis.ones(1, 1, 1, dtype=genesis.uint8).expand(2**32, 2**29, 2)
-    # Index expressions report as NumPy's IndexError (tensor_index.cpp).
+    # Index expressions report as NumPy's IndexError (python/src/py_tensor_index.cpp).
     with pytest.raises(IndexError, match=r"\[4294967296, 536870912, 16\] has more than 2\^63-1 elements"):
         y[:, :, genesis.zeros(16, dtype=genesis.int64)]

@@ -1,7 +1,7 @@
 """Tensors and the allocator: `del x` frees at once (reference
 counting, no garbage collector involved), views keep their base alive, and
 allocation sites of tensors made from Python are recorded for leak reports
-(python/src/python_location.cpp)."""
+(python/src/py_location.cpp)."""
 
 import gc
 import inspect

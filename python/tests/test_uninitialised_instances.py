@@ -1,5 +1,5 @@
 """Instances of genesis._C classes made by __new__ without __init__ (Note
-[Uninitialised instances] in python/src/new_guard.cpp). Such an object has
+[Uninitialised instances] in python/src/py_new_guard.cpp). Such an object has
 no C++ part: genesis._C.Allocator.__new__(genesis._C.Allocator).stats() used
 to kill the process. Every class, found at run time so that new ones are
 covered, must refuse every way of calling __new__ alone with a TypeError;

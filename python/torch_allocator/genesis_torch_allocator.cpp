@@ -4,7 +4,7 @@
 // A shim without an allocator of its own: every call goes to the Genesis of
 // the Python extension genesis._C (Note [One allocator behind PyTorch] in
 // genesis/interop/torch_abi.h); how PyTorch's calls map onto Genesis is Note
-// [Genesis behind PyTorch] in python/src/torch_backend.cpp.
+// [Genesis behind PyTorch] in python/src/py_torch_backend.cpp.
 //
 // Exported (C linkage; nothing else is visible):
 //   genesis_torch_malloc / genesis_torch_free            the allocator of change_current_allocator:

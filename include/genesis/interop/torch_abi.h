@@ -37,7 +37,7 @@ extern "C" {
 /* Out of memory: throw a C++ exception (what() starts with
  * GENESIS_TORCH_OOM_PREFIX) instead of returning NULL. For the allocator
  * PyTorch uses for every tensor: a NULL from it becomes a tensor without
- * memory, not an error (Note [Errors into PyTorch] in python/src/torch_backend.cpp). */
+ * memory, not an error (Note [Errors into PyTorch] in python/src/py_torch_backend.cpp). */
 #define GENESIS_TORCH_THROW_ON_OOM 1u
 /* The memory belongs to a torch.cuda.MemPool that PyTorch's own caching
  * allocator manages: free waits for the device first, as cudaFree does, which

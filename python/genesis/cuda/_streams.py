@@ -9,7 +9,7 @@
 Each thread has its own current stream per device; the default stream is the
 legacy stream 0 (Note [Default stream] in include/genesis/cuda/stream.h).
 Without a GPU, creating a stream, recording an event and the stream queries
-raise genesis.CudaError. Everything is bound from C++ (python/src/cuda_stream.cpp).
+raise genesis.CudaError. Everything is bound from C++ (python/src/py_cuda_stream.cpp).
 """
 
 from .. import _C

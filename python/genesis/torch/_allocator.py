@@ -2,7 +2,7 @@
 
 How PyTorch's calls map onto Genesis, and what PyTorch does not tell a
 pluggable allocator, is Note [Genesis behind PyTorch] in
-python/src/torch_backend.cpp; how errors travel is Note [Errors into PyTorch]
+python/src/py_torch_backend.cpp; how errors travel is Note [Errors into PyTorch]
 there.
 """
 

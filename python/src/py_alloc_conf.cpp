@@ -1,0 +1,66 @@
+// The allocator configuration text (genesis/memory/alloc_conf.h) for Python:
+// parse it, list its keys, and configure the process-wide GPU allocators
+// (genesis.torch.use_genesis_allocator, genesis.cupy.allocator).
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "py_bindings.h"
+#include "genesis/memory/alloc_conf.h"
+
+namespace genesis::python {
+
+namespace {
+
+py::dict options_to_dict(const memory::AllocatorOptions& o) {
+  using Expandable = memory::AllocatorOptions::Expandable;
+  py::dict d;
+  d["expandable_segments"] = o.expandable_segments == Expandable::kAuto ? py::object(py::str("auto"))
+                                                                         : py::object(py::bool_(o.expandable_segments == Expandable::kOn));
+  d["memory_fraction"] = o.memory_fraction;
+  d["cache_size"] = o.cache_size_limit == SIZE_MAX ? py::object(py::none()) : py::object(py::int_(o.cache_size_limit));
+  d["thread_cache"] = o.thread_cache;
+  d["thread_cache_size"] = o.thread_cache_bytes;
+  d["thread_cache_small_count"] = o.thread_cache_small_count;
+  d["thread_cache_large_count"] = o.thread_cache_large_count;
+  d["thread_cache_large_park"] = o.thread_cache_large_park;
+  d["thread_cache_near_fit"] = o.thread_cache_near_fit;
+  d["chunk_pages"] = o.chunk_pages;
+  d["chunk_strand_pages"] = o.chunk_strand_pages;
+  d["arenas"] = o.arenas;
+  d["record_events"] = o.record_events;
+  d["event_capacity"] = o.event_capacity_per_thread;
+  return d;
+}
+
+}  // namespace
+
+void bind_alloc_conf(py::module_& m) {
+  m.def(
+      "parse_alloc_conf",
+      [](const std::string& text, const std::string& source) {
+        return options_to_dict(memory::parse_alloc_conf(text, {}, source));
+      },
+      py::arg("text"), py::arg("source") = "allocator configuration",
+      "The options a configuration text sets, as a dict (ValueError for malformed text).");
+  m.def(
+      "alloc_conf_keys",
+      [] {
+        std::vector<py::tuple> out;
+        for (const memory::AllocConfKey& k : memory::alloc_conf_keys())
+          out.push_back(py::make_tuple(k.name, k.form, k.meaning));
+        return out;
+      },
+      "(name, value form, meaning) of every configuration key.");
+  m.def(
+      "format_alloc_conf", [](const std::string& text) { return memory::format_alloc_conf(memory::parse_alloc_conf(text)); },
+      py::arg("text"), "The canonical text of a configuration (only what differs from the defaults).");
+  m.def("cuda_alloc_conf", &memory::cuda_alloc_conf,
+        "The configuration process-wide GPU allocators are created with (GENESIS_ALLOC_CONF plus what was added).");
+  m.def("configure_cuda_allocators", &memory::configure_cuda_allocators, py::arg("text"),
+        py::arg("source") = "allocator configuration", py::call_guard<py::gil_scoped_release>(),
+        "Adds to the configuration of the process-wide GPU allocators (see genesis/memory/alloc_conf.h).");
+}
+
+}  // namespace genesis::python
