@@ -53,8 +53,8 @@ std::vector<std::int64_t> whole_file_shape(const std::string& filename, DType t,
 std::unique_ptr<PyMappedStorage> make(const py::object& filename, const py::object& shape, const py::object& dtype,
                                       const std::string& mode, std::int64_t offset) {
   const std::string path = py::module_::import("os").attr("fsdecode")(filename).cast<std::string>();
-  const DType t = dtype.is_none() ? DType::kUInt8 : dtype_from_py(dtype);
-  auto dims = shape.is_none() ? whole_file_shape(path, t, offset, mode) : dims_from_py(shape, "shape");
+  const DType t = dtype.is_none() ? DType::kUInt8 : to_dtype(dtype);
+  auto dims = shape.is_none() ? whole_file_shape(path, t, offset, mode) : to_dims(shape, "shape");
   auto p = std::make_unique<PyMappedStorage>();
   {
     py::gil_scoped_release release;  // opening may touch a slow disk

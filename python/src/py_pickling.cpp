@@ -128,8 +128,8 @@ void bind_pickling(py::module_& m) {
   m.def(
       "_storage_from_bytes",
       [](py::handle data, py::handle dtype, py::handle shape) {
-        const DType t = dtype_from_py(py::reinterpret_borrow<py::object>(dtype));
-        std::vector<std::int64_t> dims = dims_from_py(py::reinterpret_borrow<py::object>(shape), "shape");
+        const DType t = to_dtype(py::reinterpret_borrow<py::object>(dtype));
+        std::vector<std::int64_t> dims = to_dims(py::reinterpret_borrow<py::object>(shape), "shape");
         const BufferView view(data, "unpickling a storage");
         const std::size_t n = checked_nbytes(dims, t, "unpickling a storage");
         check_size(view, n, dims, t, "unpickling a storage");

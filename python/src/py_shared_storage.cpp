@@ -46,8 +46,8 @@ std::unique_ptr<PySharedStorage> wrap(SharedStorage&& shm) {
 }
 
 std::unique_ptr<PySharedStorage> make(const py::object& shape, const py::object& dtype, const py::object& name) {
-  auto dims = dims_from_py(shape, "shape");
-  const DType t = dtype_from_py(dtype);
+  auto dims = to_dims(shape, "shape");
+  const DType t = to_dtype(dtype);
   std::optional<std::string> n;
   if (!name.is_none()) {
     if (!py::isinstance<py::str>(name))
@@ -81,14 +81,14 @@ SIGBUS at a later write. Usable as a context manager (closes on exit).)doc")
           "create",
           [](const std::string& name, const py::object& shape, const py::object& dtype, bool auto_unlink) {
             return wrap(
-                SharedStorage::create(shm_name(name), dims_from_py(shape, "shape"), dtype_from_py(dtype), auto_unlink));
+                SharedStorage::create(shm_name(name), to_dims(shape, "shape"), to_dtype(dtype), auto_unlink));
           },
           py::arg("name"), py::arg("shape"), py::arg("dtype"), py::arg("auto_unlink") = false,
           "Creates the segment `name`; ValueError if it exists.")
       .def_static(
           "attach",
           [](const std::string& name, const py::object& shape, const py::object& dtype) {
-            return wrap(SharedStorage::attach(shm_name(name), dims_from_py(shape, "shape"), dtype_from_py(dtype)));
+            return wrap(SharedStorage::attach(shm_name(name), to_dims(shape, "shape"), to_dtype(dtype)));
           },
           py::arg("name"), py::arg("shape"), py::arg("dtype"),
           "Attaches to the existing segment `name` (ValueError if missing or of another size).")

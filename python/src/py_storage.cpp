@@ -30,13 +30,13 @@ const Device kCpu(DeviceType::kCPU);
 // initialised, ValueError if closed).
 const Storage& live(py::handle self) { return self_of<PyStorage>(self).get(); }
 
-DType dtype_or_default(const py::object& dtype) { return dtype.is_none() ? DType::kFloat32 : dtype_from_py(dtype); }
+DType dtype_or_default(const py::object& dtype) { return dtype.is_none() ? DType::kFloat32 : to_dtype(dtype); }
 
 std::unique_ptr<PyStorage> make_empty(const py::object& shape, const py::object& dtype, const py::object& device,
                                       bool pinned, bool zero) {
-  auto dims = dims_from_py(shape, "shape");
+  auto dims = to_dims(shape, "shape");
   const DType t = dtype_or_default(dtype);
-  const Device d = device_from_py(device);
+  const Device d = to_device(device);
   AllocationSite site;
   Storage s =
       zero ? Storage::zeros(std::move(dims), t, d) : Storage::empty(std::move(dims), t, d, kCurrentStream, pinned);
@@ -110,8 +110,8 @@ CPU storages support the buffer protocol: numpy.asarray(s) shares memory.)doc")
           py::arg("shape"), py::arg("dtype") = py::none(), py::arg("device") = "cpu", "Zero-filled memory.")
       // --- what it is ---
       .def_property_readonly("shape", [](py::handle self_) { return dims_to_py(live(self_).shape()); })
-      .def_property_readonly("dtype", [](py::handle self_) { return dtype_to_py(live(self_).dtype()); })
-      .def_property_readonly("device", [](py::handle self_) { return device_to_py(live(self_).device()); })
+      .def_property_readonly("dtype", [](py::handle self_) { return dtype_object(live(self_).dtype()); })
+      .def_property_readonly("device", [](py::handle self_) { return device_object(live(self_).device()); })
       .def_property_readonly("nbytes", [](py::handle self_) { return live(self_).nbytes(); })
       .def_property_readonly("itemsize", [](py::handle self_) { return live(self_).itemsize(); })
       .def(
@@ -145,7 +145,7 @@ CPU storages support the buffer protocol: numpy.asarray(s) shares memory.)doc")
           "to",
           [](py::object self, const py::object& device) -> py::object {
             const Storage s = self_of<PyStorage>(self).get();
-            const Device d = device_from_py(device);
+            const Device d = to_device(device);
             if (s.device() == d) return self;  // the same object: keeps its class and read-only flag
             AllocationSite site;
             Storage out;
@@ -229,9 +229,9 @@ CPU storages support the buffer protocol: numpy.asarray(s) shares memory.)doc")
   m.def(
       "create_storage",
       [](py::handle data, const py::object& device, const py::object& dtype) {
-        const Device d = device_from_py(device);
+        const Device d = to_device(device);
         std::optional<DType> t;
-        if (!dtype.is_none()) t = dtype_from_py(dtype);
+        if (!dtype.is_none()) t = to_dtype(dtype);
         return std::make_unique<PyStorage>(storage_from_data(data, d, t));
       },
       py::arg("data"), py::arg("device") = "cpu", py::arg("dtype") = py::none());

@@ -19,8 +19,8 @@ py::dict info_to_dict(const StorageInfo& i) {
   py::dict d;
   d["shape"] = dims_to_py(i.shape);
   d["stride"] = dims_to_py(i.stride);
-  d["dtype"] = dtype_to_py(i.dtype);
-  d["device"] = device_to_py(i.device);
+  d["dtype"] = dtype_object(i.dtype);
+  d["device"] = device_object(i.device);
   d["nbytes"] = i.nbytes;
   d["contiguous"] = i.contiguous;
   d["data_ptr"] = i.data_ptr;
@@ -90,7 +90,7 @@ void bind_storage_inspect(py::module_& m) {
           d["data_ptr"] = l.data_ptr;
           d["nbytes"] = l.nbytes;
           d["block_size"] = l.block_size;
-          d["device"] = device_to_py(l.device);
+          d["device"] = device_object(l.device);
           d["location"] = l.location;
           d["age_seconds"] = l.age_seconds;
           out.append(std::move(d));

@@ -33,8 +33,8 @@ void bind_storage_ipc(py::module_& m) {
           "from_ipc",
           [](const std::string& handle, const py::object& shape, const py::object& dtype) {
             const cuda::IpcHandle h = cuda::IpcHandle::from_string(handle);
-            auto dims = dims_from_py(shape, "shape");
-            const DType t = dtype_from_py(dtype);
+            auto dims = to_dims(shape, "shape");
+            const DType t = to_dtype(dtype);
             py::gil_scoped_release release;
             return std::make_unique<PyStorage>(import_storage(h, std::move(dims), t));
           },
@@ -45,9 +45,9 @@ void bind_storage_ipc(py::module_& m) {
   m.def(
       "ipc_shareable_storage",
       [](const py::object& shape, const py::object& dtype, const py::object& device) {
-        auto dims = dims_from_py(shape, "shape");
-        const DType t = dtype_from_py(dtype);
-        const Device d = device_from_py(device);
+        auto dims = to_dims(shape, "shape");
+        const DType t = to_dtype(dtype);
+        const Device d = to_device(device);
         AllocationSite site;
         return std::make_unique<PyStorage>(ipc_shareable_storage(std::move(dims), t, d));
       },

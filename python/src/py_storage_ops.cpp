@@ -44,7 +44,7 @@ void bind_storage_ops(py::module_& m) {
       "convert_dtype",
       [](py::handle storage, const py::object& dtype) {
         const Storage src = storage_arg(storage, "convert_dtype(storage)");
-        const DType t = dtype_from_py(dtype);
+        const DType t = to_dtype(dtype);
         AllocationSite site;
         Storage out;
         {
@@ -70,9 +70,9 @@ void bind_storage_ops(py::module_& m) {
   m.def(
       "aligned_storage",
       [](const py::object& shape, const py::object& dtype, const py::object& device, std::size_t alignment) {
-        auto dims = dims_from_py(shape, "shape");
-        const DType t = dtype_from_py(dtype);
-        const Device d = device_from_py(device);
+        auto dims = to_dims(shape, "shape");
+        const DType t = to_dtype(dtype);
+        const Device d = to_device(device);
         AllocationSite site;
         return std::make_unique<PyStorage>(aligned_storage(std::move(dims), t, d, alignment));
       },
@@ -116,7 +116,7 @@ batch_copy returns when every copy is done.)doc")
           "to",
           [](py::handle self_, const py::object& device) {
             PyBatchStorage& p = self_of<PyBatchStorage>(self_);
-            const Device d = device_from_py(device);
+            const Device d = to_device(device);
             AllocationSite site;
             std::vector<Storage> out;
             {

@@ -34,11 +34,11 @@ views the whole base. The view keeps the base alive.)doc")
              const Storage& b = storage_arg(base, "StorageView(base)");
              auto p = std::make_unique<PyStorageView>(PyStorageView{StorageView(b), base, false});
              if (!shape.is_none() || !offset.is_none() || !stride.is_none()) {
-               auto dims = shape.is_none() ? b.shape() : dims_from_py(shape, "shape");
-               auto strides = stride.is_none() ? contiguous_strides(dims) : dims_from_py(stride, "stride");
+               auto dims = shape.is_none() ? b.shape() : to_dims(shape, "shape");
+               auto strides = stride.is_none() ? contiguous_strides(dims) : to_dims(stride, "stride");
                std::int64_t off = 0;
                if (!offset.is_none()) {
-                 auto o = dims_from_py(offset, "offset");
+                 auto o = to_dims(offset, "offset");
                  if (o.size() != 1 || PySequence_Check(offset.ptr())) throw py::type_error("offset must be an int");
                  off = o[0];
                }
@@ -53,8 +53,8 @@ views the whole base. The view keeps the base alive.)doc")
       .def_property_readonly("offset", [](py::handle self_) { return view_of(self_).offset(); })
       .def_property_readonly("shape", [](py::handle self_) { return dims_to_py(view_of(self_).shape()); })
       .def_property_readonly("stride", [](py::handle self_) { return dims_to_py(view_of(self_).stride()); })
-      .def_property_readonly("dtype", [](py::handle self_) { return dtype_to_py(view_of(self_).dtype()); })
-      .def_property_readonly("device", [](py::handle self_) { return device_to_py(view_of(self_).device()); })
+      .def_property_readonly("dtype", [](py::handle self_) { return dtype_object(view_of(self_).dtype()); })
+      .def_property_readonly("device", [](py::handle self_) { return device_object(view_of(self_).device()); })
       .def_property_readonly(
           "nbytes", [](py::handle self_) { return view_of(self_).nbytes(); },
           "numel x itemsize: the bytes of the view's elements if packed.")

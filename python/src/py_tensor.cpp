@@ -65,13 +65,13 @@ Tensor to_impl(const Tensor& self, py::args args, py::kwargs kwargs) {
       dtype = o.dtype();
     } else if (PyUnicode_Check(h.ptr())) {
       const std::string s = h.cast<std::string>();
-      if (s.rfind("cpu", 0) == 0 || s.rfind("cuda", 0) == 0) device = to_device(h);
+      if (s.rfind("cpu", 0) == 0 || s.rfind("cuda", 0) == 0) device = to_tensor_device(h);
       else dtype = to_dtype(h);
     } else {
       try {
         dtype = to_dtype(h);
       } catch (const py::type_error&) {
-        device = to_device(h);
+        device = to_tensor_device(h);
       }
     }
   };
@@ -79,7 +79,7 @@ Tensor to_impl(const Tensor& self, py::args args, py::kwargs kwargs) {
   for (auto [k, v] : kwargs) {
     const std::string key = py::str(k);
     if (key == "dtype") { if (!v.is_none()) dtype = to_dtype(v); }
-    else if (key == "device") { if (!v.is_none()) device = to_device(v); }
+    else if (key == "device") { if (!v.is_none()) device = to_tensor_device(v); }
     else if (key == "copy" || key == "non_blocking") continue;
     else throw py::type_error("to() got an unexpected keyword argument '" + key + "'");
   }
@@ -179,7 +179,7 @@ void bind_tensor(py::module_& m) {
           "cuda",
           [](const Tensor& t, py::object device) {
             AllocationSite site;
-            const Device d = device.is_none() ? genesis::cuda::parse_device("cuda") : to_device(device);
+            const Device d = device.is_none() ? genesis::cuda::parse_device("cuda") : to_tensor_device(device);
             if (!d.is_cuda()) throw py::value_error("cuda() needs a CUDA device");
             const Tensor x = t;
             return without_gil_if_large(elements(x), [&] { return x.to(d); });

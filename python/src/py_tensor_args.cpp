@@ -1,73 +1,17 @@
-// Argument conversion for the tensor bindings (see py_tensor_args.h).
+// Tensor arguments and results of the tensor bindings (see py_tensor_args.h).
 #include "py_tensor_args.h"
 
-#include <array>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 
 #include "genesis/core/error.h"
-#include "genesis/cuda/device.h"
 
 namespace genesis::python {
 
 namespace {
 
-// Registered by genesis/_tensor.py. Plain PyObject* owned for the life of the
-// process: py::object statics would be released by C++ static destructors
-// after the interpreter is gone (the same reason as py_errors.cpp).
-std::array<PyObject*, kNumDTypes> g_dtypes{};
-PyObject* g_device_cls = nullptr;
+// Registered by genesis/_tensor.py, with the dtype and device objects
+// (register_value_types); owned for the life of the process.
 PyObject* g_values_indices_cls = nullptr;
-
-// The GIL protects these caches: every caller holds it.
-std::unordered_map<Device, PyObject*>& device_objects() {
-  static auto* m = new std::unordered_map<Device, PyObject*>();
-  return *m;
-}
-// Parsed device strings: `device='cuda'` on the hot path (empty()) is a hash
-// lookup instead of a parse. Only strings that parsed are cached, and only a
-// few (a program names a handful of devices).
-std::unordered_map<std::string, Device>& parsed_devices() {
-  static auto* m = new std::unordered_map<std::string, Device>();
-  return *m;
-}
-
-// NumPy's scalar types, looked up once NumPy is imported (never imported by
-// us just to check a type: a program without NumPy pays nothing).
-struct NumpyTypes {
-  PyObject* ndarray = nullptr;
-  PyObject* generic = nullptr;
-  PyObject* bool_ = nullptr;
-  PyObject* integer = nullptr;
-  PyObject* floating = nullptr;
-  PyObject* dtype = nullptr;
-};
-const NumpyTypes* numpy_types() {
-  static NumpyTypes types;
-  static bool ready = false;
-  if (ready) return &types;
-  PyObject* modules = PyImport_GetModuleDict();
-  PyObject* np = PyDict_GetItemString(modules, "numpy");  // borrowed
-  if (np == nullptr) return nullptr;
-  auto get = [np](const char* name) { return PyObject_GetAttrString(np, name); };  // owned forever
-  types.ndarray = get("ndarray");
-  types.generic = get("generic");
-  types.bool_ = get("bool_");
-  types.integer = get("integer");
-  types.floating = get("floating");
-  types.dtype = get("dtype");
-  if (!types.ndarray || !types.generic || !types.bool_ || !types.integer || !types.floating || !types.dtype) {
-    PyErr_Clear();
-    return nullptr;
-  }
-  ready = true;
-  return &types;
-}
-
-bool isinstance_of(py::handle h, PyObject* type) {
-  return type != nullptr && PyObject_IsInstance(h.ptr(), type) == 1;
-}
 
 }  // namespace
 
@@ -168,126 +112,8 @@ py::object wrap(Tensor t) {
       &t, py::return_value_policy::move, py::handle(), info, nullptr, +move));
 }
 
-py::object dtype_object(DType t) {
-  PyObject* o = g_dtypes[static_cast<std::size_t>(t)];
-  if (o == nullptr) throw std::runtime_error("genesis dtypes are not registered (import genesis)");
-  return py::reinterpret_borrow<py::object>(o);
-}
-
-py::object device_object(Device d) {
-  auto& cache = device_objects();
-  auto it = cache.find(d);
-  if (it != cache.end()) return py::reinterpret_borrow<py::object>(it->second);
-  if (g_device_cls == nullptr) throw std::runtime_error("genesis.device is not registered (import genesis)");
-  py::object obj = py::reinterpret_borrow<py::object>(g_device_cls)(d.str());
-  cache.emplace(d, obj.inc_ref().ptr());
-  return obj;
-}
-
 py::object values_indices(Tensor values, Tensor indices) {
   return py::reinterpret_borrow<py::object>(g_values_indices_cls)(wrap(std::move(values)), wrap(std::move(indices)));
-}
-
-DType to_dtype(py::handle h) {
-  for (int i = 0; i < kNumDTypes; ++i) {
-    if (g_dtypes[i] == h.ptr()) return static_cast<DType>(i);
-  }
-  if (PyUnicode_Check(h.ptr())) return dtype_from_name(h.cast<std::string>());
-  // PyTorch's spellings of Python types.
-  if (h.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return DType::kBool;
-  if (h.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return DType::kInt64;
-  if (h.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return DType::kFloat64;
-  if (const NumpyTypes* np = numpy_types()) {
-    const bool scalar_type = PyType_Check(h.ptr()) && PyObject_IsSubclass(h.ptr(), np->generic) == 1;
-    if (scalar_type || isinstance_of(h, np->dtype)) {
-      // np.dtype(x).name: 'float32', 'bool', 'int64', ... (names C++ knows);
-      // others ('complex64', 'uint16') are a TypeError, as they have no genesis dtype.
-      std::string name = py::reinterpret_borrow<py::object>(np->dtype)(h).attr("name").cast<std::string>();
-      try {
-        return dtype_from_name(name);
-      } catch (const Error&) {
-        throw py::type_error("NumPy dtype " + name + " has no genesis equivalent");
-      }
-    }
-  }
-  // torch.float32 and friends: their str() is a name C++ accepts.
-  const std::string type_name = py::str(py::type::handle_of(h).attr("__module__"));
-  if (type_name == "torch") return dtype_from_name(py::str(h).cast<std::string>());
-  throw py::type_error("expected a dtype (genesis.float32, 'float32', ...), got " +
-                       py::str(py::type::handle_of(h).attr("__name__")).cast<std::string>());
-}
-
-std::optional<DType> to_opt_dtype(py::handle h) {
-  if (h.is_none()) return std::nullopt;
-  return to_dtype(h);
-}
-
-Device to_device(py::handle h) {
-  if (h.is_none()) return Device{};
-  if (PyUnicode_Check(h.ptr())) {
-    // Fastest path: the same string object as last time (a literal such as
-    // device='cuda' in a loop is one interned object). We hold a reference,
-    // so the pointer cannot be reused by another string.
-    static PyObject* last_text = nullptr;
-    static Device last_device{};
-    if (h.ptr() == last_text) return last_device;
-    Py_ssize_t len = 0;
-    const char* s = PyUnicode_AsUTF8AndSize(h.ptr(), &len);
-    if (s == nullptr) throw py::error_already_set();
-    std::string key(s, static_cast<std::size_t>(len));
-    auto& cache = parsed_devices();
-    auto it = cache.find(key);
-    Device d = it != cache.end() ? it->second : genesis::cuda::parse_device(key);
-    if (it == cache.end() && cache.size() < 64) cache.emplace(std::move(key), d);
-    Py_INCREF(h.ptr());
-    Py_XDECREF(last_text);
-    last_text = h.ptr();
-    last_device = d;
-    return d;
-  }
-  if (g_device_cls != nullptr && PyObject_TypeCheck(h.ptr(), reinterpret_cast<PyTypeObject*>(g_device_cls))) {
-    return h.attr("_c").cast<Device>();
-  }
-  if (py::isinstance<Device>(h)) return h.cast<Device>();
-  if (PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr())) {
-    return genesis::cuda::parse_device("cuda:" + std::to_string(h.cast<long long>()));
-  }
-  throw py::type_error("expected a device ('cpu', 'cuda:0', genesis.device), got " +
-                       py::str(py::type::handle_of(h).attr("__name__")).cast<std::string>());
-}
-
-std::int64_t to_int64(py::handle h, const char* what) {
-  PyObject* o = h.ptr();
-  if (PyBool_Check(o)) throw py::type_error(std::string(what) + " must be an integer, not bool");
-  PyObject* idx = PyNumber_Index(o);
-  if (idx == nullptr) {
-    PyErr_Clear();
-    throw py::type_error(std::string(what) + " must be an integer, not " +
-                         py::str(py::type::handle_of(h).attr("__name__")).cast<std::string>());
-  }
-  int overflow = 0;
-  const long long v = PyLong_AsLongLongAndOverflow(idx, &overflow);
-  Py_DECREF(idx);
-  if (overflow != 0) throw py::value_error(std::string(what) + " does not fit in int64");
-  return v;
-}
-
-std::vector<std::int64_t> to_shape(py::handle args) {
-  py::handle seq = args;
-  if (PyTuple_Check(args.ptr()) && PyTuple_GET_SIZE(args.ptr()) == 1) {
-    py::handle only = PyTuple_GET_ITEM(args.ptr(), 0);
-    if (PyTuple_Check(only.ptr()) || PyList_Check(only.ptr())) seq = only;
-    else return {to_int64(only, "size")};
-  }
-  if (!PyTuple_Check(seq.ptr()) && !PyList_Check(seq.ptr())) {
-    if (PyLong_Check(seq.ptr())) return {to_int64(seq, "size")};
-    throw py::type_error("size must be ints or a tuple/list of ints");
-  }
-  py::sequence s = py::reinterpret_borrow<py::sequence>(seq);
-  std::vector<std::int64_t> out;
-  out.reserve(s.size());
-  for (py::handle item : s) out.push_back(to_int64(item, "size"));
-  return out;
 }
 
 std::optional<Scalar> to_scalar(py::handle h) {
@@ -326,9 +152,7 @@ void bind_tensor_args(py::module_& m) {
   m.def(
       "_register_tensor_types",
       [](py::list dtypes, py::object device_cls, py::object values_indices_cls) {
-        if (static_cast<int>(dtypes.size()) != kNumDTypes) throw py::value_error("one dtype object per DType expected");
-        for (int i = 0; i < kNumDTypes; ++i) g_dtypes[i] = py::object(dtypes[i]).release().ptr();
-        g_device_cls = device_cls.release().ptr();
+        register_value_types(dtypes, device_cls);
         g_values_indices_cls = values_indices_cls.release().ptr();
       },
       "Internal: called once by genesis/_tensor.py.");

@@ -1,4 +1,7 @@
-// Python argument conversion shared by the tensor bindings.
+// Tensor arguments and results of the tensor bindings: operands (a Tensor or
+// a scalar), the Tensor inside a genesis.Tensor, and the Python object of a
+// Tensor result. Dtypes, devices and shapes go through the converter of every
+// binding (py_values.h).
 //
 // Tensors take and return the public Python objects (genesis.float32,
 // genesis.device('cuda')), not the _C internals. Those objects are made in
@@ -17,33 +20,15 @@
 #include "genesis/core/device.h"
 #include "genesis/core/dtype.h"
 #include "genesis/tensor/tensor.h"
+#include "py_values.h"
 
 namespace genesis::python {
 
 namespace py = pybind11;
 
-/// The genesis.dtype object of a DType (registered at import).
-py::object dtype_object(DType t);
-/// The genesis.device object of a Device (made once per device, cached).
-py::object device_object(Device d);
 /// The namedtuple type of max(dim)/min(dim) results (values, indices).
 py::object values_indices(Tensor values, Tensor indices);
 
-/// A dtype argument: a genesis.dtype, a name ('float32', 'half'), a NumPy
-/// dtype or scalar type, or Python's bool/int/float (bool, int64, float64 as
-/// in PyTorch). TypeError for anything else, ValueError for unknown names.
-DType to_dtype(py::handle h);
-/// None -> nullopt, anything else as to_dtype.
-std::optional<DType> to_opt_dtype(py::handle h);
-/// A device argument: None (the CPU), 'cpu' / 'cuda' / 'cuda:N', a
-/// genesis.device, a _C.Device, or an int (a CUDA index).
-Device to_device(py::handle h);
-/// A size: ints as varargs (`zeros(2, 3)`) or one sequence (`zeros((2, 3))`).
-/// Negative sizes are left to C++ (ValueError there).
-std::vector<std::int64_t> to_shape(py::handle args);
-/// One integer: Python int, NumPy integer, or anything with __index__
-/// (bool refused: TypeError). Overflow beyond int64: OverflowError.
-std::int64_t to_int64(py::handle h, const char* what);
 /// An element-wise operand: a Tensor, or a Python/NumPy scalar (a weak
 /// scalar for type promotion). nullopt when `h` is neither (the operator
 /// then returns NotImplemented).

@@ -174,7 +174,7 @@ PyObject* empty_fast(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs
         if (std::strcmp(key, "dtype") == 0) {
           if (!value.is_none()) options.dtype = to_dtype(value);
         } else if (std::strcmp(key, "device") == 0) {
-          options.device = to_device(value);
+          options.device = to_tensor_device(value);
         } else if (std::strcmp(key, "requires_grad") == 0 || std::strcmp(key, "pin_memory") == 0) {
           continue;  // accepted for PyTorch compatibility; no autograd, pinned tensors not yet
         } else {
@@ -195,7 +195,7 @@ PyMethodDef g_empty_def = {"empty", reinterpret_cast<PyCFunction>(reinterpret_ca
                            "device's caching allocator."};
 
 TensorOptions like_options(const Tensor& t, const py::object& dtype, const py::object& device) {
-  return TensorOptions(dtype.is_none() ? t.dtype() : to_dtype(dtype), device.is_none() ? t.device() : to_device(device));
+  return TensorOptions(dtype.is_none() ? t.dtype() : to_dtype(dtype), device.is_none() ? t.device() : to_tensor_device(device));
 }
 
 }  // namespace
@@ -224,7 +224,7 @@ void bind_tensor_creation(py::module_& m) {
       "tensor",
       [](py::handle data, py::object dtype, py::object device) {
         AllocationSite site;
-        return tensor_from_data(data, to_opt_dtype(dtype), to_device(device));
+        return tensor_from_data(data, to_opt_dtype(dtype), to_tensor_device(device));
       },
       py::arg("data"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
       "A new tensor with a copy of `data` (nested lists, numbers, NumPy arrays, tensors).");
@@ -235,7 +235,7 @@ void bind_tensor_creation(py::module_& m) {
         [fn](py::args size, py::object dtype, py::object device) {
           AllocationSite site;
           const Shape shape = to_shape(size);
-          const TensorOptions o(dtype.is_none() ? DType::kFloat32 : to_dtype(dtype), to_device(device));
+          const TensorOptions o(dtype.is_none() ? DType::kFloat32 : to_dtype(dtype), to_tensor_device(device));
           return without_gil_if_large(shape_elements(shape), [&] { return fn(shape, o); });
         },
         py::arg("dtype") = py::none(), py::arg("device") = py::none(), dflt_doc);
@@ -253,7 +253,7 @@ void bind_tensor_creation(py::module_& m) {
         AllocationSite site;
         const Shape shape = to_shape(py::make_tuple(size));
         const auto dt = to_opt_dtype(dtype);
-        const Device d = to_device(device);
+        const Device d = to_tensor_device(device);
         return without_gil_if_large(shape_elements(shape), [&] { return full(shape, *s, dt, d); });
       },
       py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
@@ -271,7 +271,7 @@ void bind_tensor_creation(py::module_& m) {
         const Scalar end = b.is_none() ? num(a, "end") : num(b, "end");
         const Scalar by = b.is_none() ? Scalar(std::int64_t{1}) : num(step, "step");
         const auto dt = to_opt_dtype(dtype);
-        const Device d = to_device(device);
+        const Device d = to_tensor_device(device);
         AllocationSite site;
         // The length, roughly: only to decide about the GIL (arange checks).
         const double count = (end.to_double() - start.to_double()) / by.to_double();
@@ -299,7 +299,7 @@ void bind_tensor_creation(py::module_& m) {
         else throw py::type_error("randint(low=0, high, size)");
         AllocationSite site;
         const Shape shape = to_shape(py::make_tuple(size));
-        const TensorOptions o(dtype.is_none() ? DType::kInt64 : to_dtype(dtype), to_device(device));
+        const TensorOptions o(dtype.is_none() ? DType::kInt64 : to_dtype(dtype), to_tensor_device(device));
         return without_gil_if_large(shape_elements(shape), [&] { return randint(low, high, shape, o); });
       },
       py::arg("size") = py::none(), py::arg("dtype") = py::none(), py::arg("device") = py::none());

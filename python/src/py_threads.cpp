@@ -17,7 +17,8 @@ void bind_threads(py::module_& m) {
         bool fits = true;
         try {
           v = to_int64(n, "set_num_threads()");  // TypeError for anything but an integer
-        } catch (const py::value_error&) {
+        } catch (py::error_already_set& e) {
+          if (!e.matches(PyExc_OverflowError)) throw;
           fits = false;  // beyond int64
         }
         // Out of int range: the message genesis::set_num_threads gives.
