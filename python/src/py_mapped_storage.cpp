@@ -2,17 +2,17 @@
 // a genesis.Storage over a memory-mapped file, with numpy.memmap's modes
 // (r, r+, w+, c), over storage::MappedStorage (storage/mapped_storage.h).
 //
-// As for SharedStorage, the Storage part is made with from_blob around the
-// mapping and its deleter flushes and unmaps, so close() never leaves an
-// array dangling (Note [Python storage objects]). Mode 'r' storages are
+// As for SharedStorage, the Storage part is storage::mapped_file_storage over
+// the mapping, whose last user flushes and unmaps, so close() never leaves an
+// array dangling (Note [Storages over mappings], Note [Python storage
+// objects]). Mode 'r' storages are
 // read-only (Note [Read-only storages]). shape=None maps the rest of the file
 // from `offset` as a 1-D storage (modes r, r+, c), as numpy.memmap does.
 #include "genesis/storage/mapped_storage.h"
+#include "genesis/storage/storage_factories.h"
 
 #include <pybind11/stl.h>
 
-#include <cstdio>
-#include <exception>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -60,19 +60,8 @@ std::unique_ptr<PyMappedStorage> make(const py::object& filename, const py::obje
     py::gil_scoped_release release;  // opening may touch a slow disk
     p->map = std::make_shared<MappedStorage>(path, std::move(dims), t, mode, offset);
   }
-  std::shared_ptr<MappedStorage> keep = p->map;
-  p->readonly = !keep->is_writable();
-  void* data = keep->is_writable() ? keep->mutable_data() : const_cast<void*>(keep->data());
-  p->storage = Storage::from_blob(data, keep->shape(), keep->dtype(), Device(DeviceType::kCPU), [keep](void*) {
-    try {
-      keep->close();
-    } catch (const std::exception& e) {
-      // A deleter must not throw; flush() and close() report errors to callers.
-      std::fprintf(stderr, "genesis: closing MappedStorage '%s' failed: %s\n", keep->filename().c_str(), e.what());
-    }
-  });
-  // PROT_READ pages: the C++ storage refuses writes too (Note [Read-only memory]).
-  if (p->readonly) p->storage.set_read_only("memory-mapped file (mode 'r')");
+  p->storage = storage::mapped_file_storage(p->map);  // read-only in mode 'r'
+  p->readonly = p->storage.is_read_only();
   return p;
 }
 

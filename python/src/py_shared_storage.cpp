@@ -2,17 +2,17 @@
 // genesis.Storage in POSIX shared memory, over storage::SharedStorage
 // (storage/shared_storage.h, Note [Shared memory ownership]).
 //
-// The Storage part is made with from_blob around the mapping, and its deleter
-// closes the mapping, so the mapping lives exactly as long as something uses
-// it (Note [Python storage objects]). Names are given with or without the
+// The Storage part is storage::shared_memory_storage over the mapping: the
+// mapping lives exactly as long as something uses it (Note [Storages over
+// mappings], Note [Python storage objects]). Names are given with or without the
 // leading '/' ("psm_1" and "/psm_1" are the same segment); .name has it.
 // Pickling attaches by name, so a SharedStorage can be passed to a
 // multiprocessing child as an argument.
 #include "genesis/storage/shared_storage.h"
+#include "genesis/storage/storage_factories.h"
 
 #include <pybind11/stl.h>
 
-#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,11 +37,7 @@ std::string shm_name(const std::string& name) { return !name.empty() && name[0] 
 std::unique_ptr<PySharedStorage> wrap(SharedStorage&& shm) {
   auto p = std::make_unique<PySharedStorage>();
   p->shm = std::make_shared<SharedStorage>(std::move(shm));
-  std::shared_ptr<SharedStorage> keep = p->shm;
-  // The last reference to the memory unmaps it; the name stays until unlink()
-  // (or the owner's auto-unlink when the C++ object goes).
-  p->storage = Storage::from_blob(keep->data(), keep->shape(), keep->dtype(), Device(DeviceType::kCPU),
-                                  [keep](void*) { keep->close(); });
+  p->storage = storage::shared_memory_storage(p->shm);
   return p;
 }
 
