@@ -7,8 +7,8 @@
 // a reclaim comes before the pool grows, so the child would hang on its
 // first allocation that needs new memory. So around fork:
 //   prepare: every lock the slow path takes, in the order it takes them:
-//     each root's arena_mutex_ (arena creation holds it while taking the
-//     root's pool mutex and, constructing the arena, the registry's), then
+//     each allocator's arena-set mutex (arena creation holds it while taking
+//     arena 0's pool mutex), then
 //     the thread-cache registry's mutex (a thread exit holds it while
 //     taking pool mutexes), then every arena's pool mutex. Nobody holds a
 //     pool mutex while waiting for anything prepare takes, so prepare only
@@ -31,16 +31,16 @@
 namespace genesis::memory {
 
 void AllocatorFork::prepare(CachingAllocator* const* roots, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) roots[i]->arena_mutex_.lock();
+  for (std::size_t i = 0; i < n; ++i) roots[i]->arenas_.mutex().lock();
   detail::AllocatorRegistry::instance().lock_for_fork();
-  // arena_mutex_ is held: no arena appears until finish().
-  for (std::size_t i = 0; i < n; ++i) roots[i]->for_each_arena([](CachingAllocator& a) { a.mutex_.lock(); });
+  // The sets' mutexes are held: no arena appears until finish().
+  for (std::size_t i = 0; i < n; ++i) roots[i]->arenas_.for_each([](detail::Arena& a) { a.mutex_.lock(); });
 }
 
 void AllocatorFork::finish(CachingAllocator* const* roots, std::size_t n, bool in_child) {
   // The forking thread's cache stays as it is: it was not on its hot path
   // (it was in fork()), and it goes on using it.
-  auto forget_other_threads = [](CachingAllocator& a) {
+  auto forget_other_threads = [](detail::Arena& a) {
     detail::ThreadCache* mine = nullptr;
     const detail::TlsSlot& s = detail::tls_slots[a.slot_];
     if (s.generation == a.generation_) mine = s.cache;
@@ -53,15 +53,15 @@ void AllocatorFork::finish(CachingAllocator* const* roots, std::size_t n, bool i
   };
   for (std::size_t i = n; i-- > 0;) {
     CachingAllocator& root = *roots[i];
-    for (std::uint32_t k = root.arena_limit_; k-- > 0;) {
-      CachingAllocator* a = root.arena_ptrs_[k].load(std::memory_order_relaxed);
+    for (std::uint32_t k = root.arenas_.limit(); k-- > 0;) {
+      detail::Arena* a = root.arenas_.get(k);
       if (a == nullptr) continue;
       if (in_child) forget_other_threads(*a);
       a->mutex_.unlock();
     }
   }
   detail::AllocatorRegistry::instance().unlock_after_fork();
-  for (std::size_t i = n; i-- > 0;) roots[i]->arena_mutex_.unlock();
+  for (std::size_t i = n; i-- > 0;) roots[i]->arenas_.mutex().unlock();
 }
 
 }  // namespace genesis::memory

@@ -1,5 +1,6 @@
 // Caching allocator: releasing memory (empty_cache, garbage collection, cache
-// and fraction caps, warm-up), out-of-memory reports and event recording.
+// and fraction caps, warm-up), out-of-memory reports, and the arena's part of
+// the event history (detail/event_recorder.h).
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -15,35 +16,45 @@ using detail::BlockState;
 using detail::Segment;
 using detail::ThreadCache;
 
-void CachingAllocator::release_segment(Segment* seg) {
-  Block* b = seg->first;
-  index_erase(b);
-  map_.erase(b->addr);
-  delete_block(b);
-  if (seg->prev_seg != nullptr) seg->prev_seg->next_seg = seg->next_seg;
-  else segments_ = seg->next_seg;
-  if (seg->next_seg != nullptr) seg->next_seg->prev_seg = seg->prev_seg;
-  --counters_.segments[seg->pool];
+// Out of memory in this arena: what the other arenas cache goes back too
+// (Note [Arenas]).
+bool detail::Arena::release_other_arenas() {
+  bool freed = false;
+  set_->for_each([&](Arena& a) {
+    if (&a == this || !a.mutex_.try_lock()) return;
+    Lock lock(a.mutex_, std::adopt_lock);
+    const std::int64_t before = a.stats_.reserved_total();
+    a.process_events();
+    a.reclaim_thread_caches(true);
+    a.expandable_.release_free_pages(a);
+    a.release_free_segments(UINT64_MAX, nullptr);
+    if (a.stats_.reserved_total() < before) freed = true;
+  });
+  return freed;
+}
+
+void detail::Arena::release_segment(Segment* seg) {
+  pool_.remove_segment(seg);
+  --stats_.counters.segments[seg->pool];
   if (seg->expandable) {
-    unmap_range(seg, 0, seg->mapped_limit);
+    expandable_.unmap_range(*this, seg, 0, seg->mapped_limit);
     upstream_->release_address_range(seg->addr, seg->size);
-    expandable_segments_.erase(std::remove(expandable_segments_.begin(), expandable_segments_.end(), seg),
-                               expandable_segments_.end());
+    expandable_.forget(seg);
     delete seg;
     return;
   }
   add_reserved(seg->pool, -static_cast<std::int64_t>(seg->size));
-  counters_.reserved_freed[seg->pool] += static_cast<std::int64_t>(seg->size);
-  ++counters_.num_upstream_frees;
-  if (recording_.load(std::memory_order_relaxed))
+  stats_.counters.reserved_freed[seg->pool] += static_cast<std::int64_t>(seg->size);
+  ++stats_.counters.num_upstream_frees;
+  if (events_.on())
     record_event(nullptr, EventAction::kSegmentFree, seg->addr, seg->size, seg->size, seg->stream, 0, false);
   upstream_->deallocate(reinterpret_cast<void*>(seg->addr), seg->size);
   delete seg;
 }
 
-void CachingAllocator::release_free_segments(std::uint64_t idle_before_ns, std::size_t* released,
+void detail::Arena::release_free_segments(std::uint64_t idle_before_ns, std::size_t* released,
                                              bool keep_expandable) {
-  for (Segment* seg = segments_; seg != nullptr;) {
+  for (Segment* seg = pool_.segments(); seg != nullptr;) {
     Segment* next = seg->next_seg;
     Block* b = seg->first;
     if (b->next == nullptr && b->load_state() == BlockState::kFree && seg->last_used_ns <= idle_before_ns &&
@@ -53,19 +64,29 @@ void CachingAllocator::release_free_segments(std::uint64_t idle_before_ns, std::
     }
     seg = next;
   }
-  if (map_.has_retired()) synchronize_readers();
+  if (pool_.map().has_retired()) synchronize_readers();
 }
 
-void CachingAllocator::empty_cache_arena() {
+void detail::Arena::empty_cache_arena() {
   Lock lock(mutex_);
-  ++counters_.num_cache_flushes;
+  ++stats_.counters.num_cache_flushes;
   wait_all_pending();
   reclaim_thread_caches(true);
-  release_free_pages();
+  expandable_.release_free_pages(*this);
   release_free_segments(UINT64_MAX, nullptr);
 }
 
-std::size_t CachingAllocator::collect_garbage_arena(std::chrono::nanoseconds max_idle) {
+std::size_t detail::Arena::compact_arena() {
+  Lock lock(mutex_);
+  wait_all_pending();
+  reclaim_thread_caches(true);
+  std::size_t released = expandable_.release_free_pages(*this);
+  std::size_t whole = 0;
+  release_free_segments(UINT64_MAX, &whole, /*keep_expandable=*/true);
+  return released + whole;
+}
+
+std::size_t detail::Arena::collect_garbage_arena(std::chrono::nanoseconds max_idle) {
   Lock lock(mutex_);
   process_events();
   reclaim_thread_caches(true);
@@ -73,23 +94,11 @@ std::size_t CachingAllocator::collect_garbage_arena(std::chrono::nanoseconds max
   const auto idle = static_cast<std::uint64_t>(max_idle.count());
   std::size_t released = 0;
   release_free_segments(now >= idle ? now - idle : 0, &released);
-  // Expandable segments rarely become wholly free; their idle cache is the
-  // free pages inside, released when the segment has been idle long enough.
-  for (Segment* seg : std::vector<Segment*>(expandable_segments_)) {
-    if (seg->last_used_ns > (now >= idle ? now - idle : 0)) continue;
-    free_[seg->pool].for_each([&](Block* b) {
-      if (b->segment != seg) return;
-      std::size_t first = page_ceil(b->addr - seg->addr);
-      std::size_t end = std::min(seg->mapped_limit, page_floor(b->addr + b->size - seg->addr));
-      if (first >= end) return;
-      whole_chunks(seg, first, end);
-      if (first < end) released += unmap_range(seg, first, end);
-    });
-  }
+  released += expandable_.release_idle_pages(*this, now >= idle ? now - idle : 0);
   return released;
 }
 
-void CachingAllocator::set_memory_fraction_arena(double fraction) {
+void detail::Arena::set_memory_fraction_arena(double fraction) {
   Lock lock(mutex_);
   options_.memory_fraction = fraction;
   total_capacity_ = upstream_->mem_info().total_bytes;
@@ -99,11 +108,11 @@ void CachingAllocator::set_memory_fraction_arena(double fraction) {
 }
 
 std::size_t CachingAllocator::memory_limit() const {
-  Lock lock(mutex_);
-  return memory_limit_;
+  detail::Arena::Lock lock(arena0_.mutex_);
+  return arena0_.memory_limit_;
 }
 
-void CachingAllocator::set_cache_size_arena(std::size_t bytes) {
+void detail::Arena::set_cache_size_arena(std::size_t bytes) {
   Lock lock(mutex_);
   options_.cache_size_limit = bytes;
   std::size_t tc_limit = options_.thread_cache_bytes;
@@ -118,20 +127,20 @@ void CachingAllocator::set_cache_size_arena(std::size_t bytes) {
 
 void CachingAllocator::set_cache_size(std::string_view size) { set_cache_size(parse_bytes(size)); }
 
-void CachingAllocator::enforce_cache_limit() {
+void detail::Arena::enforce_cache_limit() {
   if (options_.cache_size_limit == SIZE_MAX) return;
   auto cached = [&]() {
-    const std::int64_t reserved = counters_.reserved[0] + counters_.reserved[1];
-    const std::int64_t allocated = out_bytes_total_.load(std::memory_order_relaxed) - thread_cached_total_locked();
+    const std::int64_t reserved = stats_.reserved_total();
+    const std::int64_t allocated = stats_.out_total() - thread_cached_total_locked();
     return reserved - allocated;
   };
   // Each arena keeps its even share of the cap (Note [Arenas]).
-  const auto limit = static_cast<std::int64_t>(options_.cache_size_limit / (arena_limit_ > 1 ? root_->arenas_in_use() : 1));
+  const auto limit = static_cast<std::int64_t>(options_.cache_size_limit / (arena_limit_ > 1 ? set_->in_use() : 1));
   if (cached() <= limit) return;
   // Release whole free segments, least recently used first.
   auto release_lru = [&]() {
     std::vector<Segment*> candidates;
-    for (Segment* s = segments_; s != nullptr; s = s->next_seg)
+    for (Segment* s = pool_.segments(); s != nullptr; s = s->next_seg)
       if (s->first->next == nullptr && s->first->load_state() == BlockState::kFree) candidates.push_back(s);
     std::sort(candidates.begin(), candidates.end(),
               [](const Segment* a, const Segment* b) { return a->last_used_ns < b->last_used_ns; });
@@ -145,7 +154,7 @@ void CachingAllocator::enforce_cache_limit() {
     reclaim_thread_caches(true);
     release_lru();
   }
-  if (map_.has_retired()) synchronize_readers();
+  if (pool_.map().has_retired()) synchronize_readers();
 }
 
 void CachingAllocator::warmup(const std::vector<std::pair<std::size_t, int>>& sizes, StreamId stream) {
@@ -163,12 +172,12 @@ void CachingAllocator::warmup(const std::vector<std::pair<std::size_t, int>>& si
   for (Block* b : blocks) free_block(b);
 }
 
-void CachingAllocator::throw_oom(std::size_t bytes, StreamId stream, const std::string& why) {
-  ++counters_.num_ooms;
+void detail::Arena::throw_oom(std::size_t bytes, StreamId stream, const std::string& why) {
+  ++stats_.counters.num_ooms;
   const MemInfo info = upstream_->mem_info();
   // An OOM event's address is the memory the device still had free (what
   // PyTorch's traces call device_free): it has no address of its own.
-  if (recording_.load(std::memory_order_relaxed))
+  if (events_.on())
     record_event(nullptr, EventAction::kOOM, info.free_bytes, bytes, detail::round_size(bytes), stream, 0, false);
   const MemoryStats s = stats_locked();
   using genesis::detail::format_bytes;
@@ -214,115 +223,24 @@ void CachingAllocator::throw_oom(std::size_t bytes, StreamId stream, const std::
 // ---------------------------------------------------------------------------
 // Event recording (Note [Event history])
 
-void CachingAllocator::set_event_recording_arena(bool on) {
+void detail::Arena::set_event_recording_arena(bool on) {
   Lock lock(mutex_);
-  if (on) {
-    for (ThreadCache* tc : caches_) {
-      if (!tc->ring_owner) {
-        tc->ring_owner = std::make_unique<detail::EventRing>(options_.event_capacity_per_thread);
-        tc->ring.store(tc->ring_owner.get(), std::memory_order_release);
-      }
-    }
-  }
-  if (on && !shared_ring_) shared_ring_ = std::make_unique<detail::EventRing>(options_.event_capacity_per_thread);
-  if (on && !recording_.load(std::memory_order_relaxed)) recording_since_ns_.store(detail::now_ns(), std::memory_order_relaxed);
-  recording_.store(on, std::memory_order_release);
+  events_.set(on, caches_);
 }
 
-void CachingAllocator::record_event(ThreadCache* tc, EventAction action, std::uintptr_t addr, std::uint64_t size,
-                                    std::uint64_t block_size, StreamId stream, std::uint64_t duration, bool hit) {
-  MemoryEvent e;
-  e.time_ns = detail::now_ns();
-  e.action = action;
-  e.address = addr;
-  e.size = size;
-  e.block_size = block_size;
-  e.stream = stream;
-  e.duration_ns = duration;
-  e.cache_hit = hit;
-  e.thread = detail::this_thread_number();
-  if (action == EventAction::kAlloc || action == EventAction::kFree || action == EventAction::kOOM)
-    e.site = detail::tls_allocation_context;
-  detail::EventRing* ring = tc != nullptr ? tc->ring.load(std::memory_order_acquire) : nullptr;
-  // Called with the mutex held when ring is null, so the shared ring is safe.
-  if (ring == nullptr) ring = shared_ring_.get();  // under the mutex (see callers)
-  if (ring == nullptr) return;
-  ring->push(e);
-  root_->levels_.note(e);
-}
-
-void CachingAllocator::record_event_hot_alloc(ThreadCache* tc, Block* b, std::size_t bytes) noexcept {
-  MemoryEvent e;
-  e.time_ns = detail::now_ns();
-  // Stamped even without a ring: leak checks rely on it (Note [Exact sessions]).
-  b->alloc_time_ns.store(e.time_ns, std::memory_order_relaxed);
-  detail::EventRing* ring = tc->ring.load(std::memory_order_acquire);
-  if (ring == nullptr) return;  // recording switched on a moment ago
-  e.action = EventAction::kAlloc;
-  e.address = b->addr;
-  e.size = bytes;
-  e.block_size = b->size;
-  e.stream = b->stream;
-  e.cache_hit = true;
-  e.thread = tc->thread_number;
-  e.site = b->get_location();
-  ring->push(e);
-  root_->levels_.note(e);
-}
-
-void CachingAllocator::record_event_hot_free(ThreadCache* tc, Block* b) noexcept {
-  detail::EventRing* ring = tc->ring.load(std::memory_order_acquire);
-  if (ring == nullptr) return;
-  MemoryEvent e;
-  e.time_ns = detail::now_ns();
-  e.action = EventAction::kFree;
-  e.address = b->addr;
-  e.size = b->get_requested();
-  e.block_size = b->size;
-  e.stream = b->stream;
-  // A block allocated before recording started has no (or a stale) time.
-  const std::uint64_t born = b->alloc_time_ns.load(std::memory_order_relaxed);
-  e.duration_ns = born >= recording_since_ns_.load(std::memory_order_relaxed) && e.time_ns > born ? e.time_ns - born : 0;
-  e.thread = tc->thread_number;
-  e.site = detail::tls_allocation_context;
-  ring->push(e);
-  root_->levels_.note(e);
-}
-
-void CachingAllocator::events_arena(std::vector<MemoryEvent>& out) const {
+void detail::Arena::events_arena(std::vector<MemoryEvent>& out) const {
   Lock lock(mutex_);
-  for (const ThreadCache* tc : caches_)
-    if (tc->ring_owner) tc->ring_owner->copy_to(out);
-  for (const auto& r : retired_rings_) r->copy_to(out);
-  if (shared_ring_) shared_ring_->copy_to(out);
+  events_.copy_events(caches_, out);
 }
 
-void CachingAllocator::clear_events_arena() {
+void detail::Arena::clear_events_arena() {
   Lock lock(mutex_);
-  for (ThreadCache* tc : caches_)
-    if (tc->ring_owner) tc->ring_owner->clear();
-  // Their totals outlive them (Note [Exact sessions]).
-  for (const auto& r : retired_rings_) {
-    r->add_totals_to(cleared_totals_);
-    r->clear();
-    cleared_lost_until_ns_ = std::max(cleared_lost_until_ns_, r->lost_until_ns());
-  }
-  retired_rings_.clear();
-  if (shared_ring_) shared_ring_->clear();
+  events_.clear(caches_);
 }
 
-void CachingAllocator::event_totals_arena(EventTotals& out, std::uint64_t& lost_until_ns) const {
+void detail::Arena::event_totals_arena(EventTotals& out, std::uint64_t& lost_until_ns) const {
   Lock lock(mutex_);
-  auto add = [&](const detail::EventRing& r) {
-    r.add_totals_to(out);
-    lost_until_ns = std::max(lost_until_ns, r.lost_until_ns());
-  };
-  for (const ThreadCache* tc : caches_)
-    if (tc->ring_owner) add(*tc->ring_owner);
-  for (const auto& r : retired_rings_) add(*r);
-  if (shared_ring_) add(*shared_ring_);
-  out += cleared_totals_;
-  lost_until_ns = std::max(lost_until_ns, cleared_lost_until_ns_);
+  events_.add_totals(caches_, out, lost_until_ns);
 }
 
 }  // namespace genesis::memory

@@ -1,6 +1,7 @@
 #include "genesis/memory/detail/free_index.h"
 
 #include <algorithm>
+#include <string>
 
 namespace genesis::memory::detail {
 
@@ -64,6 +65,35 @@ std::size_t FreeIndex::largest() const noexcept {
     }
   }
   return best;
+}
+
+std::string FreeIndex::check() const {
+  std::size_t listed = 0;
+  for (const auto& sp : streams_) {
+    const PerStream& s = *sp;
+    const std::string where = " (stream " + std::to_string(s.stream) + ")";
+    for (int w = 0; w < kWords; ++w) {
+      if (((s.top >> w) & 1) != (s.words[static_cast<std::size_t>(w)] != 0 ? 1u : 0u))
+        return "free index: summary bit " + std::to_string(w) + " disagrees with its word" + where;
+    }
+    for (int c = 0; c < kNumClasses; ++c) {
+      const Block* head = s.heads[static_cast<std::size_t>(c)];
+      const bool bit = ((s.words[static_cast<std::size_t>(c >> 6)] >> (c & 63)) & 1) != 0;
+      if (bit != (head != nullptr)) return "free index: class bit " + std::to_string(c) + " disagrees with its list" + where;
+      const Block* prev = nullptr;
+      for (const Block* b = head; b != nullptr; prev = b, b = b->free_next) {
+        if (b->free_prev != prev) return "free index: broken links in class " + std::to_string(c) + where;
+        if (b->free_owner != &s || b->stream != s.stream)
+          return "free index: a block of another stream's table in class " + std::to_string(c) + where;
+        if (static_cast<int>(b->free_class) != c || size_class(b->size) != c)
+          return "free index: a block of " + std::to_string(b->size) + " bytes filed in class " + std::to_string(c) + where;
+        ++listed;
+      }
+    }
+  }
+  if (listed != count_)
+    return "free index: count() is " + std::to_string(count_) + " but " + std::to_string(listed) + " blocks are listed";
+  return {};
 }
 
 }  // namespace genesis::memory::detail

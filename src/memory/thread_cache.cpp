@@ -5,7 +5,7 @@
 
 namespace genesis::memory::detail {
 
-ThreadCache::ThreadCache(std::uint32_t thread_number_in, CachingAllocator* owner_in)
+ThreadCache::ThreadCache(std::uint32_t thread_number_in, Arena* owner_in)
     : owner(owner_in), thread_number(thread_number_in) {
   primary.stream = 0;
   streams[0] = &primary;

@@ -1,4 +1,4 @@
-// Arenas (Note [Arenas] in src/memory/allocator_arenas.cpp): threads are dealt
+// Arenas (Note [Arenas] in genesis/memory/detail/arena_set.h): threads are dealt
 // out over independent pools; blocks go back to the arena that made them;
 // the memory fraction, out-of-memory recovery, statistics, snapshots, events
 // and controls span every arena.
@@ -267,9 +267,11 @@ TEST(Arenas, ThreadsSharingAndCrossingArenasStayConsistent) {
     });
   }
   for (auto& th : ts) th.join();
+  EXPECT_NO_THROW(a.check_invariants());
   // Everything left is freed by this thread (arena 0), across arenas.
   for (auto& v : handoff)
     for (void* p : v) a.deallocate(p);
+  EXPECT_NO_THROW(a.check_invariants());
   const MemoryStats s = a.stats();
   EXPECT_EQ(s.allocated_bytes[kStatAggregate].current, 0);
   EXPECT_EQ(s.allocation_count[kStatAggregate].current, 0);
@@ -312,12 +314,14 @@ TEST(Arenas, ViewsTakenWhileArenasAreMadeAreConsistent) {
       consistent = static_cast<bool>(ok);
       const MemoryStats s = a.stats();
       EXPECT_GE(s.reserved_bytes[kStatAggregate].current, s.allocated_bytes[kStatAggregate].current);
+      EXPECT_NO_THROW(a.check_invariants(/*include_thread_caches=*/false));  // the pools' part, threads running
       ++views;
     } while (consistent && running.load(std::memory_order_acquire) > 0);
     for (auto& th : ts) th.join();
     if (!consistent) return;
     EXPECT_EQ(a.stats().allocated_bytes[kStatAggregate].current, 0);
     EXPECT_TRUE(SnapshotConsistent(a.snapshot()));
+    EXPECT_NO_THROW(a.check_invariants());
   }
 }
 

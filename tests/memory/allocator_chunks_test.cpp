@@ -1,5 +1,5 @@
 // Physical chunks of expandable segments (Note [Physical chunks] in
-// allocator_expandable.cpp): how many chunks a block's pages are mapped as,
+// expandable_segments.cpp): how many chunks a block's pages are mapped as,
 // when a chunk is split under a new block, and that no chunk is ever cut.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Memory freed by one thread and needed by another (Note [Cross-thread frees]
-// in caching_allocator.h, Note [Arenas] in allocator_arenas.cpp): a thread
+// in detail/arena.h, Note [Arenas] in detail/arena_set.h): a thread
 // cache takes back only what it handed out, holds a bounded number of large
 // blocks, and device memory stays in one pool by default, so that a program
 // whose threads free each other's memory (a training loop: activations made

@@ -1,4 +1,4 @@
-// Note [Flush until fit] (caching_allocator.cpp): before the small pool grows,
+// Note [Flush until fit] (src/memory/arena.cpp): before the small pool grows,
 // the thread's cached small blocks go back to it one at a time, largest first,
 // until one merges into a block that fits; the others stay cached. The pool
 // grows only once every cached block is back.

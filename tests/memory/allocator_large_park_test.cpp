@@ -1,4 +1,4 @@
-// Parked large blocks (Note [Parked large blocks] in caching_allocator.cpp):
+// Parked large blocks (Note [Parked large blocks] in src/memory/arena.cpp):
 // up to thread_cache_large_park large blocks wait in the thread cache, so
 // that they come back as exact hits; more than that go to the pool when they
 // are freed; and every cached block goes back before the pool

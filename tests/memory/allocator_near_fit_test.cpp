@@ -1,4 +1,4 @@
-// Near fits of the thread cache (Note [Near fits] in caching_allocator.cpp):
+// Near fits of the thread cache (Note [Near fits] in src/memory/arena.cpp):
 // a small request whose exact size is not cached takes the smallest cached
 // block at most 1/N larger, whole, and the statistics count the block's size.
 #include <gtest/gtest.h>

@@ -96,8 +96,19 @@ std::size_t random_size(std::mt19937_64& rng, bool huge, std::size_t medium_max 
   return 1 + rng() % (std::size_t{1} << bits);
 }
 
+// The allocator's own invariant check (Note [Allocator invariants]);
+// include_thread_caches only where no other thread uses the allocator.
+void check_internal_invariants(const CachingAllocator& a, Failures& f, bool include_thread_caches) {
+  try {
+    a.check_invariants(include_thread_caches);
+  } catch (const Error& e) {
+    f.add(e.message());
+  }
+}
+
 // Invariants that hold at any moment, even while other threads allocate.
 void check_live_invariants(CachingAllocator& a, Failures& f) {
+  check_internal_invariants(a, f, /*include_thread_caches=*/false);
   const MemoryStats s = a.stats();
   for (int i = 0; i < kNumStatTypes; ++i) {
     const std::int64_t reserved = s.reserved_bytes[i].current;
@@ -253,6 +264,8 @@ StressResult run_simulated_stress(const StressConfig& cfg) {
   for (auto& t : threads) t.join();
   maint.join();
   EXPECT_FALSE(failures.failed()) << "during the run:\n" << failures.report();
+  Failures books;  // the internal invariants at each quiescent point
+  check_internal_invariants(a, books, true);
 
   // Quiescent: only hand-off items are live. Check the books, then free.
   std::vector<Item> left;
@@ -284,7 +297,10 @@ StressResult run_simulated_stress(const StressConfig& cfg) {
   EXPECT_EQ(count_blocks(snap, "allocated"), left.size());
   EXPECT_EQ(count_blocks(snap, "thread_cached"), 0u) << "exited threads keep cached blocks";
   for (const Item& it : left) release(it);
+  check_internal_invariants(a, books, true);
   a.empty_cache();
+  check_internal_invariants(a, books, true);
+  EXPECT_FALSE(books.failed()) << books.report();
   s = a.stats();
   EXPECT_EQ(s.allocated_bytes[kStatAggregate].current, 0);
   EXPECT_EQ(s.requested_bytes[kStatAggregate].current, 0);
@@ -506,7 +522,9 @@ TEST(AllocatorStress, HostResourcePatterns) {
   for (int i = 0; i < threads; ++i) ts.emplace_back(worker, i);
   for (auto& t : ts) t.join();
   maint.join();
+  check_internal_invariants(a, failures, true);
   for (Item it; handoff.pop(&it);) release(it);
+  check_internal_invariants(a, failures, true);
   EXPECT_FALSE(failures.failed()) << failures.report();
   const MemoryStats s = a.stats();
   EXPECT_EQ(s.allocation_count[kStatAggregate].current, 0);
@@ -558,6 +576,7 @@ TEST(AllocatorStress, ThreadChurn) {
       });
     }
     for (auto& t : ts) t.join();
+    if (w % 16 == 0) check_internal_invariants(a, failures, true);  // the maintenance thread takes no cache
   }
   done.store(true);
   maint.join();
@@ -632,6 +651,7 @@ TEST(AllocatorStress, ManyAllocatorsAndThreadReuse) {
       const MemoryStats s = a->stats();
       if (s.allocation_count[kStatAggregate].current != 0) failures.add("live allocations after a round");
       if (s.num_allocs != s.num_frees) failures.add("allocs != frees after a round");
+      check_internal_invariants(*a, failures, true);  // the workers wait for the next round
     }
   }
   for (auto& t : ts) t.join();

@@ -1,4 +1,4 @@
-// Allocator statistics (SPEC M2) and snapshots.
+// Allocator statistics and snapshots.
 #pragma once
 
 #include <cstddef>
@@ -37,7 +37,7 @@ using StatArray = Stat[kNumStatTypes];
 ///   cached_bytes          reserved - allocated: memory the cache holds
 /// Peaks: exact for single-threaded programs; with several threads the peak
 /// of allocated may exceed the true peak by at most what other threads' caches
-/// held at that moment (see Note [Statistics] in caching_allocator.cpp).
+/// held at that moment (see Note [Statistics] in detail/allocator_statistics.h).
 struct MemoryStats {
   StatArray allocated_bytes;
   StatArray requested_bytes;
@@ -96,7 +96,7 @@ struct SegmentInfo {
   std::vector<BlockInfo> blocks;
 };
 
-/// A live allocation larger than a threshold (SPEC M2 detailed view).
+/// A live allocation larger than a threshold (the detailed view).
 struct AllocationInfo {
   std::uintptr_t address = 0;
   std::size_t size = 0;

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "genesis/memory/detail/block.h"
@@ -77,6 +78,12 @@ class FreeIndex {
   /// Largest free block (any stream), for reports. O(streams * classes).
   std::size_t largest() const noexcept;
   std::size_t count() const noexcept { return count_; }
+  /// Debug check (CachingAllocator::check_invariants): both bitmap levels
+  /// exact (a class bit set exactly when its list holds blocks, a word bit
+  /// exactly when its word is not zero), every listed block filed under its
+  /// own class and stream with consistent links, and count() the number
+  /// listed. Returns what is wrong, or an empty string.
+  std::string check() const;
 
   /// Calls fn(Block*) for every free block; fn must not insert or erase.
   template <typename Fn>

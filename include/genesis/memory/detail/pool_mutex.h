@@ -74,7 +74,7 @@ class PoolMutex {
   }
 
   /// Never waits, not even for a biased owner to leave: two arenas out of
-  /// memory at once try each other's locks (allocator_arenas.cpp).
+  /// memory at once try each other's locks (Arena::release_other_arenas).
   bool try_lock() noexcept {
     const char* const owner = owner_.load(std::memory_order_relaxed);
     if (owner == &tls_lock_token && enter_as_owner()) return true;

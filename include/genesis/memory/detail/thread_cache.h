@@ -19,11 +19,9 @@
 #include "genesis/memory/detail/block.h"
 #include "genesis/memory/events.h"
 
-namespace genesis::memory {
-class CachingAllocator;
-}
-
 namespace genesis::memory::detail {
+
+class Arena;
 
 inline constexpr std::size_t kAlignment = 512;
 inline constexpr int kAlignShift = 9;
@@ -260,14 +258,14 @@ struct alignas(64) StreamCache {
 class alignas(64) ThreadCache {
  public:
   /// `owner`: the arena whose blocks this cache holds (Note [Arenas]).
-  ThreadCache(std::uint32_t thread_number, CachingAllocator* owner);
+  ThreadCache(std::uint32_t thread_number, Arena* owner);
 
   // Handshake flags: see Note [Thread cache handshake].
   std::atomic<std::uint32_t> active{0};
   std::atomic<std::uint32_t> reclaim{0};
   // The arena this thread allocates from (Note [Arenas]): the hot path runs
   // on it. Set once; on the same cache line as the flags above.
-  CachingAllocator* const owner;
+  Arena* const owner;
 
   StreamCache* current = nullptr;  // most recently used stream; never null in a cache of blocks
   // Note [Primary stream cache]: current == &primary, kept as a flag on this
@@ -276,9 +274,9 @@ class alignas(64) ThreadCache {
   // (one dependent load less, ~3 ns on the GPU machines' CPUs). Set with
   // set_current() only.
   bool on_primary = true;
-  // owner is the root allocator, whose slot in tls_slots found this cache
-  // (Note [Arena dispatch]): a flag, not a pointer compare, so that the
-  // compiler cannot swap `this` back for the loaded owner.
+  // owner is the allocator's own arena 0 (Note [Arena dispatch]): a flag,
+  // not a pointer compare, so that the compiler cannot swap the allocator's
+  // arena back for the loaded owner.
   bool at_root = false;
   std::array<StreamCache*, kStreamsPerThread> streams{};  // [0] is &primary; the others in `extra`
   std::array<std::unique_ptr<StreamCache>, kStreamsPerThread - 1> extra;

@@ -1,4 +1,4 @@
-// Caching allocator: expandable segments on virtual memory (SPEC M1, M5).
+// Expandable segments of an arena, on virtual memory (detail/expandable_segments.h).
 //
 // Note [Expandable segments]: with classic segments a freed block can only be
 // reused for requests that fit inside it, and a segment goes back to the
@@ -25,10 +25,10 @@
 // it needs are not all mapped, and at the high-water mark as many free pages
 // elsewhere are unmapped. With CUDA's driver costs (Note [Simulated mapping
 // costs]) that is ~1 us per pair. A slack of free mapped memory above the mark
-// stops it, but 32 MiB of slack already raised the GPT-2 trace from 1.006 to
-// 1.024 reserved/live, and preferring wholly mapped blocks did not reduce it
-// (bench/RESULTS.md, 2026-11-21): so no slack, and classic segments stay the
-// default where mapping is expensive.
+// stops it, but even 32 MiB of slack raised the GPT-2 trace's reserved/live,
+// and preferring wholly mapped blocks did not reduce it (see
+// bench/RESULTS.md): so no slack, and classic segments stay the default
+// where mapping is expensive.
 //
 // Note [Physical chunks]: the CUDA driver charges per physical allocation,
 // not per byte: ~7 us to create and map one, ~22 us to set its access rights
@@ -56,16 +56,14 @@
 // Where mapping is cheap (the simulated device without costs) a chunk is one
 // page: nothing to save, and none of the splitting work.
 #include <algorithm>
+#include <bit>
 #include <cstring>
+
+#include "genesis/memory/detail/expandable_segments.h"
 
 #include "genesis/memory/caching_allocator.h"
 
-namespace genesis::memory {
-
-using detail::Block;
-using detail::BlockState;
-using detail::PoolId;
-using detail::Segment;
+namespace genesis::memory::detail {
 
 namespace {
 
@@ -81,26 +79,65 @@ std::size_t next_page_flagged(const std::uint8_t* mapped, std::size_t i, std::si
 
 }  // namespace
 
-Segment* CachingAllocator::expandable_segment(PoolId pool, StreamId stream) {
-  for (Segment* seg : expandable_segments_)
+void ExpandableSegments::configure(const UpstreamResource& upstream, const AllocatorOptions& options) {
+  using Expandable = AllocatorOptions::Expandable;
+  GENESIS_CHECK(options.expandable_segments != Expandable::kOn || upstream.supports_virtual_memory(),
+                "expandable segments need an upstream with virtual memory support; '", upstream.name(),
+                "' has none (use Expandable::kAuto to fall back to classic segments)");
+  on_ = upstream.supports_virtual_memory() &&
+        (options.expandable_segments == Expandable::kOn ||
+         (options.expandable_segments == Expandable::kAuto && upstream.cheap_page_mapping()));
+  strand_pages_ = options.chunk_strand_pages;
+  if (!on_) return;
+  page_size_ = upstream.page_size();
+  GENESIS_CHECK(page_size_ >= kAlignment && (page_size_ & (page_size_ - 1)) == 0,
+                "upstream page size must be a power of two >= 512, got ", page_size_);
+  page_shift_ = std::countr_zero(page_size_);
+  chunk_pages_ = options.chunk_pages != 0 ? options.chunk_pages : upstream.cheap_page_mapping() ? 1 : 64;
+}
+
+void ExpandableSegments::forget(Segment* seg) {
+  segments_.erase(std::remove(segments_.begin(), segments_.end(), seg), segments_.end());
+}
+
+// Expandable segments rarely become wholly free; their idle cache is the
+// free pages inside, released when the segment has been idle long enough.
+std::size_t ExpandableSegments::release_idle_pages(Arena& a, std::uint64_t idle_before_ns) {
+  std::size_t released = 0;
+  for (Segment* seg : std::vector<Segment*>(segments_)) {
+    if (seg->last_used_ns > idle_before_ns) continue;
+    a.pool_.free_index(seg->pool).for_each([&](Block* b) {
+      if (b->segment != seg) return;
+      std::size_t first = page_ceil(b->addr - seg->addr);
+      std::size_t end = std::min(seg->mapped_limit, page_floor(b->addr + b->size - seg->addr));
+      if (first >= end) return;
+      whole_chunks(seg, first, end);
+      if (first < end) released += unmap_range(a, seg, first, end);
+    });
+  }
+  return released;
+}
+
+Segment* ExpandableSegments::segment_for(Arena& a, PoolId pool, StreamId stream) {
+  for (Segment* seg : segments_)
     if (seg->pool == pool && seg->stream == stream) return seg;
   // As large as the device, so one range serves the whole pool.
-  const std::size_t total = total_capacity_ > 0 ? total_capacity_ : (std::size_t{64} << 30);
+  const std::size_t total = a.total_capacity_ > 0 ? a.total_capacity_ : (std::size_t{64} << 30);
   const std::size_t va = (total + page_size_ - 1) / page_size_ * page_size_;
-  const std::uintptr_t addr = upstream_->reserve_address_range(va);
+  const std::uintptr_t addr = a.upstream_->reserve_address_range(va);
   if (addr == 0) return nullptr;  // caller falls back to classic segments
-  Segment* seg = add_segment(addr, va, pool, stream, /*expandable=*/true);
+  Segment* seg = a.pool_.add_segment(addr, va, pool, stream, /*expandable=*/true);
   // seg->mapped grows with mapped_limit (ensure_mapped): a device-sized range
   // has up to a million pages, and clearing them all would cost the first
   // allocation ~0.1 ms.
   seg->mapped.reserve(64);
   seg->head.reserve(64);
-  expandable_segments_.push_back(seg);
-  ++counters_.segments[pool];
+  segments_.push_back(seg);
+  ++a.stats_.counters.segments[pool];
   return seg;
 }
 
-std::size_t CachingAllocator::mapped_in(const Block* b) const noexcept {
+std::size_t ExpandableSegments::mapped_in(const Block* b) const noexcept {
   const Segment* seg = b->segment;
   if (!seg->expandable) return b->size;
   const std::size_t first = page_floor(b->addr - seg->addr);
@@ -110,7 +147,7 @@ std::size_t CachingAllocator::mapped_in(const Block* b) const noexcept {
   return std::min(b->size, n * page_size_);
 }
 
-void CachingAllocator::whole_chunks(const Segment* seg, std::size_t& first, std::size_t& end) noexcept {
+void ExpandableSegments::whole_chunks(const Segment* seg, std::size_t& first, std::size_t& end) noexcept {
   // The tail of a chunk that begins below `first` stays.
   while (first < end && seg->mapped[first] && !seg->head[first]) ++first;
   // So does a chunk that runs on past `end`: back to its head (the pages in
@@ -122,29 +159,29 @@ void CachingAllocator::whole_chunks(const Segment* seg, std::size_t& first, std:
   if (end < first) end = first;
 }
 
-std::size_t CachingAllocator::unmap_range(Segment* seg, std::size_t first, std::size_t end) {
+std::size_t ExpandableSegments::unmap_range(Arena& a, Segment* seg, std::size_t first, std::size_t end) {
   std::size_t released = 0;
   bool synced = false;
   for (std::size_t i = next_page_flagged(seg->mapped.data(), first, end, 1); i < end;
        i = next_page_flagged(seg->mapped.data(), i, end, 1)) {
     const std::size_t j = next_page_flagged(seg->mapped.data(), i, end, 0);
     if (!synced) {
-      upstream_->synchronize_stream(seg->stream);  // no work may still touch these pages
+      a.upstream_->synchronize_stream(seg->stream);  // no work may still touch these pages
       synced = true;
     }
     const std::uintptr_t addr = seg->addr + i * page_size_;
     const std::size_t bytes = (j - i) * page_size_;
-    upstream_->unmap_pages(addr, bytes);
+    a.upstream_->unmap_pages(addr, bytes);
     std::fill(seg->mapped.begin() + static_cast<std::ptrdiff_t>(i), seg->mapped.begin() + static_cast<std::ptrdiff_t>(j),
               std::uint8_t{0});
     std::fill(seg->head.begin() + static_cast<std::ptrdiff_t>(i), seg->head.begin() + static_cast<std::ptrdiff_t>(j),
               std::uint8_t{0});
     seg->mapped_bytes -= bytes;
-    add_reserved(seg->pool, -static_cast<std::int64_t>(bytes));
-    counters_.reserved_freed[seg->pool] += static_cast<std::int64_t>(bytes);
-    ++counters_.num_upstream_frees;
-    if (recording_.load(std::memory_order_relaxed))
-      record_event(nullptr, EventAction::kSegmentFree, addr, bytes, bytes, seg->stream, 0, false);
+    a.add_reserved(seg->pool, -static_cast<std::int64_t>(bytes));
+    a.stats_.counters.reserved_freed[seg->pool] += static_cast<std::int64_t>(bytes);
+    ++a.stats_.counters.num_upstream_frees;
+    if (a.events_.on())
+      a.record_event(nullptr, EventAction::kSegmentFree, addr, bytes, bytes, seg->stream, 0, false);
     released += bytes;
     i = j;
   }
@@ -156,20 +193,20 @@ std::size_t CachingAllocator::unmap_range(Segment* seg, std::size_t first, std::
   return released;
 }
 
-std::size_t CachingAllocator::release_free_pages(std::size_t at_least) {
-  if (expandable_segments_.empty()) return 0;
+std::size_t ExpandableSegments::release_free_pages(Arena& a, std::size_t at_least) {
+  if (segments_.empty()) return 0;
   // Free blocks can hold a whole mapped page only if reserved memory exceeds
   // what is out of the pool by a page: while a program grows (every new page
   // is a new peak) that is rarely so, and the scan below is skipped.
-  const std::int64_t slack = counters_.reserved[0] + counters_.reserved[1] -
-                             out_bytes_total_.load(std::memory_order_relaxed) - counters_.pending_bytes[0] -
-                             counters_.pending_bytes[1];
+  const std::int64_t slack = a.stats_.reserved_total() - a.stats_.out_total() - a.stats_.counters.pending_bytes[0] -
+                             a.stats_.counters.pending_bytes[1];
   if (slack < static_cast<std::int64_t>(page_size_)) return 0;
   // Pages wholly inside free blocks (their neighbours may use the pages at
   // either end of a block).
-  std::vector<ReleaseCandidate>& candidates = release_candidates_;  // reused: no allocation per call
+  std::vector<ReleaseCandidate>& candidates = candidates_;  // reused: no allocation per call
   candidates.clear();
-  for (auto& index : free_) {
+  for (int p = 0; p < kNumPools; ++p) {
+    const FreeIndex& index = a.pool_.free_index(p);
     // Only blocks of a page or more can hold a whole page.
     index.for_each_at_least(page_size_, [&](Block* b) {
       Segment* seg = b->segment;
@@ -191,7 +228,7 @@ std::size_t CachingAllocator::release_free_pages(std::size_t at_least) {
   // stays O(n log n). The keys are distinct (the blocks do not overlap), so
   // the order is the same either way.
   constexpr int kLinearPicks = 4;
-  auto lower = [](const ReleaseCandidate& a, const ReleaseCandidate& b) { return a.start < b.start; };
+  auto lower = [](const ReleaseCandidate& x, const ReleaseCandidate& y) { return x.start < y.start; };
   const bool partial = at_least != SIZE_MAX;
   std::size_t released = 0;
   int picks = 0;
@@ -218,12 +255,12 @@ std::size_t CachingAllocator::release_free_pages(std::size_t at_least) {
         while (first > c.first && c.seg->mapped[first] && !c.seg->head[first]) --first;
       }
     }
-    released += unmap_range(c.seg, first, c.end);
+    released += unmap_range(a, c.seg, first, c.end);
   }
   return released;
 }
 
-bool CachingAllocator::map_block_pages(Block* b, std::size_t bytes) {
+bool ExpandableSegments::map_block_pages(Arena& a, Block* b, std::size_t bytes) {
   Segment* seg = b->segment;
   const std::size_t first = page_floor(b->addr - seg->addr);
   const std::size_t end = page_ceil(b->addr + b->size - seg->addr);
@@ -243,14 +280,14 @@ bool CachingAllocator::map_block_pages(Block* b, std::size_t bytes) {
   const std::size_t need = static_cast<std::size_t>(unmapped) * page_size_;
   if (need == 0) return false;
 
-  auto reserved_total = [&]() { return counters_.reserved[0] + counters_.reserved[1]; };
-  const std::int64_t over = reserved_total() + static_cast<std::int64_t>(need) - mapped_high_water_;
+  auto reserved_total = [&]() { return a.stats_.reserved_total(); };
+  const std::int64_t over = reserved_total() + static_cast<std::int64_t>(need) - high_water_;
   if (over > 0) {
     // A new peak: first give back just as many pages that back nothing (b is
     // out of the free index, so its own pages are safe). Only as many: the
     // other free pages are the cache that later requests reuse without
     // mapping; unmapping them all made a GPU remap them again and again.
-    release_free_pages(static_cast<std::size_t>(over));
+    release_free_pages(a, static_cast<std::size_t>(over));
   }
   // Note [Physical chunks]: the pages b lies wholly over become chunks of
   // up to chunk_pages; its first and last page, when it shares them with a
@@ -262,21 +299,21 @@ bool CachingAllocator::map_block_pages(Block* b, std::size_t bytes) {
        i = next_page_flagged(seg->mapped.data(), i, end, 0)) {
     const std::size_t j = next_page_flagged(seg->mapped.data(), i, end, 1);
     if (chunk_pages_ == 1) {
-      map_chunk(b, bytes, i, j, 1);  // a page per chunk, the run in one call
+      map_chunk(a, b, bytes, i, j, 1);  // a page per chunk, the run in one call
       i = j;
       continue;
     }
     while (i < j) {
       const std::size_t e = i < inner_first || i >= inner_end ? i + 1 : std::min({j, i + chunk_pages_, inner_end});
-      map_chunk(b, bytes, i, e, e - i);
+      map_chunk(a, b, bytes, i, e, e - i);
       i = e;
     }
   }
-  mapped_high_water_ = std::max(mapped_high_water_, reserved_total());
+  high_water_ = std::max(high_water_, reserved_total());
   return true;
 }
 
-void CachingAllocator::split_chunks(Block* b) {
+void ExpandableSegments::split_chunks(Arena& a, Block* b) {
   Segment* seg = b->segment;
   const std::size_t s = b->addr - seg->addr, e = s + b->size;
   const std::size_t mask = page_size_ - 1;
@@ -310,44 +347,45 @@ void CachingAllocator::split_chunks(Block* b) {
     const std::size_t b_first = (s + mask) >> page_shift_, b_end = e >> page_shift_;
     const std::size_t lo_in = std::max(h, b_first), hi_in = std::min(t, b_end);
     const std::size_t inside = hi_in > lo_in ? hi_in - lo_in : 0;
-    if ((t - h) - inside <= options_.chunk_strand_pages) continue;
-    unmap_range(seg, h, t);
+    if ((t - h) - inside <= strand_pages_) continue;
+    unmap_range(a, seg, h, t);
   }
 }
 
-void CachingAllocator::map_chunk(Block* b, std::size_t bytes, std::size_t i, std::size_t j, std::size_t chunk) {
+void ExpandableSegments::map_chunk(Arena& a, Block* b, std::size_t bytes, std::size_t i, std::size_t j,
+                                   std::size_t chunk) {
   Segment* seg = b->segment;
   const std::uintptr_t addr = seg->addr + i * page_size_;
   const std::size_t run = (j - i) * page_size_;
   const std::size_t chunk_bytes = chunk * page_size_;
   bool capped = false;
   auto fits_cap = [&]() {
-    capped = memory_limit_ != SIZE_MAX &&  // all arenas together (Note [Arenas])
-             static_cast<std::size_t>(family_reserved_->load(std::memory_order_relaxed)) + run > memory_limit_;
+    capped = a.memory_limit_ != SIZE_MAX &&  // all arenas together (Note [Arenas])
+             static_cast<std::size_t>(a.family_reserved_->load(std::memory_order_relaxed)) + run > a.memory_limit_;
     return !capped;
   };
-  bool ok = fits_cap() && upstream_->map_pages(addr, run, chunk_bytes);
+  bool ok = fits_cap() && a.upstream_->map_pages(addr, run, chunk_bytes);
   if (!ok) {
-    if (!capped) ++counters_.num_upstream_failures;
+    if (!capped) ++a.stats_.counters.num_upstream_failures;
     // Out of memory: make every cached byte releasable, release it, retry.
-    ++counters_.num_cache_flushes;
-    wait_all_pending();
-    reclaim_thread_caches(true);
-    release_free_pages();
-    release_free_segments(UINT64_MAX, nullptr);
-    ok = fits_cap() && upstream_->map_pages(addr, run, chunk_bytes);
-    if (!ok && arena_limit_ > 1 && release_other_arenas()) ok = fits_cap() && upstream_->map_pages(addr, run, chunk_bytes);
+    ++a.stats_.counters.num_cache_flushes;
+    a.wait_all_pending();
+    a.reclaim_thread_caches(true);
+    release_free_pages(a);
+    a.release_free_segments(UINT64_MAX, nullptr);
+    ok = fits_cap() && a.upstream_->map_pages(addr, run, chunk_bytes);
+    if (!ok && a.arena_limit_ > 1 && a.release_other_arenas()) ok = fits_cap() && a.upstream_->map_pages(addr, run, chunk_bytes);
     if (!ok && !capped && chunk > 1) {
       // One large physical allocation may fail where pages still fit: the
       // cache is already released, so just ask again a page per chunk.
-      ok = upstream_->map_pages(addr, run, page_size_);
+      ok = a.upstream_->map_pages(addr, run, page_size_);
       if (ok) chunk = 1;
     }
     if (!ok) {
-      if (!capped) ++counters_.num_upstream_failures;
+      if (!capped) ++a.stats_.counters.num_upstream_failures;
       const StreamId stream = b->stream;
-      return_to_pool(b);  // the request fails; pages mapped so far are free cache
-      throw_oom(bytes, stream,
+      a.pool_.give_back(b);  // the request fails; pages mapped so far are free cache
+      a.throw_oom(bytes, stream,
                 capped ? "the memory fraction cap (set_memory_fraction) would be exceeded"
                        : "the device has no free physical memory for the pages this block needs");
     }
@@ -371,21 +409,12 @@ void CachingAllocator::map_chunk(Block* b, std::size_t bytes, std::size_t i, std
     seg->holes += start - seg->mapped_limit;  // skipped pages between the old limit and this run
     seg->mapped_limit = j;
   }
-  add_reserved(seg->pool, static_cast<std::int64_t>(run));
-  counters_.reserved_allocated[seg->pool] += static_cast<std::int64_t>(run);
-  ++counters_.num_upstream_allocs;
-  if (recording_.load(std::memory_order_relaxed))
-    record_event(nullptr, EventAction::kSegmentAlloc, addr, run, run, seg->stream, 0, false);
+  a.add_reserved(seg->pool, static_cast<std::int64_t>(run));
+  a.stats_.counters.reserved_allocated[seg->pool] += static_cast<std::int64_t>(run);
+  ++a.stats_.counters.num_upstream_allocs;
+  if (a.events_.on())
+    a.record_event(nullptr, EventAction::kSegmentAlloc, addr, run, run, seg->stream, 0, false);
 }
 
-std::size_t CachingAllocator::compact_arena() {
-  Lock lock(mutex_);
-  wait_all_pending();
-  reclaim_thread_caches(true);
-  std::size_t released = release_free_pages();
-  std::size_t whole = 0;
-  release_free_segments(UINT64_MAX, &whole, /*keep_expandable=*/true);
-  return released + whole;
-}
 
-}  // namespace genesis::memory
+}  // namespace genesis::memory::detail

@@ -1,0 +1,76 @@
+// Options of the caching allocator (CachingAllocator), and what each one
+// trades.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace genesis::memory {
+
+/// Tunables. Defaults follow what works for training workloads.
+struct AllocatorOptions {
+  /// Cap on reserved memory as a fraction of the upstream's total.
+  double memory_fraction = 1.0;
+  /// Cap on cached (reserved - allocated) bytes; SIZE_MAX = none.
+  std::size_t cache_size_limit = SIZE_MAX;
+  /// Per-thread caches on the hot path. Off: every call takes the mutex.
+  bool thread_cache = true;
+  /// Bytes one thread's cache may hold; 0 = min(2 GiB, total / 32).
+  std::size_t thread_cache_bytes = 0;
+  /// Blocks one thread cache keeps per small size / per large size. A
+  /// training step frees many tensors of one small size together and asks
+  /// for them again the next step: at 32 per size, 1494 frees of each GPT-2
+  /// replay found their list full and went to the pool, and as many later
+  /// allocations split them off again. 128 runs the replay in fewer
+  /// instructions with the same reserved memory, `mixed` and `mixed_set`
+  /// unchanged (see bench/RESULTS.md).
+  std::uint32_t thread_cache_small_count = 128;
+  std::uint32_t thread_cache_large_count = 4;
+  /// Large blocks one thread may keep parked in its cache (per stream)
+  /// across large-pool searches before they return to the pool (Note
+  /// [Parked large blocks]); 0: every large-pool search returns them first.
+  std::uint32_t thread_cache_large_park = 4;
+  /// Near fits (Note [Near fits]): when a thread cache has no block of the
+  /// requested small size, it hands out its smallest block that is at most
+  /// 1/N larger (N = this value; 0: exact sizes only). Classic segments
+  /// only: ignored with expandable segments.
+  std::uint32_t thread_cache_near_fit = 4;
+  /// Expandable segments (Note [Expandable segments]): one large
+  /// virtual range per pool and stream whose physical pages are mapped as
+  /// blocks need them and unmapped when free. Needs an upstream with virtual
+  /// memory support (CUDA, simulated device); ignored (classic segments) for
+  /// others. AUTO: on where the upstream maps pages cheaply (the simulated
+  /// device); on CUDA ask for kOn: the least memory (GPT-2 trace: 1.006x the
+  /// live bytes against 1.146x classic) at the price of slow first mappings.
+  enum class Expandable : std::uint8_t { kAuto, kOn, kOff };
+  Expandable expandable_segments = Expandable::kAuto;
+  /// Expandable segments: the most pages one physical chunk may span (Note
+  /// [Physical chunks]). The pages a block lies wholly over are mapped as
+  /// chunks of up to this many pages, the pages it shares with neighbours as
+  /// chunks of one page; 1 maps every page alone. 0 (auto): 1 where the
+  /// upstream maps pages cheaply (the simulated device), 64 where each
+  /// physical allocation costs the driver tens of microseconds (CUDA).
+  std::uint32_t chunk_pages = 0;
+  /// Expandable segments: when a new block covers part of a chunk that
+  /// reaches past it into free memory, the chunk is unmapped (and the
+  /// block's pages mapped again) unless at most this many of its pages lie
+  /// outside the block (Note [Physical chunks]). 0: always, so that every
+  /// free page can later be released (the least memory); more: fewer
+  /// mappings, a little more memory.
+  std::uint32_t chunk_strand_pages = 0;
+  /// Arenas (Note [Arenas]): independent pools, each with its own lock,
+  /// free lists and segments; threads are spread over them in the order they
+  /// first allocate, so threads that miss their caches at the same time do
+  /// not serialise on one lock and one set of pool data. 0 (auto): a single
+  /// pool for device memory, one arena per hardware thread (at most
+  /// kMaxArenas) for host and pinned memory (Note [Arenas]); 1: a single
+  /// pool. The first thread (and any
+  /// single-threaded program) uses arena 0 only: an arena is created when a
+  /// thread is first assigned to it.
+  std::uint32_t arenas = 0;
+  /// Record every alloc/free into the event history (Note [Event history]).
+  bool record_events = false;
+  std::size_t event_capacity_per_thread = std::size_t{1} << 16;
+};
+
+}  // namespace genesis::memory

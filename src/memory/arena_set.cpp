@@ -1,0 +1,73 @@
+// The arenas of one caching allocator (Note [Arenas] in
+// genesis/memory/detail/arena_set.h).
+#include "genesis/memory/detail/arena_set.h"
+
+#include <algorithm>
+#include <thread>
+
+namespace genesis::memory::detail {
+
+std::uint32_t ArenaSet::limit_for(std::uint32_t requested, MemoryKind kind) {
+  GENESIS_CHECK(requested <= kMaxArenas, "arenas must be at most ", kMaxArenas,
+                " (0: one per hardware thread), got ", requested);
+  if (requested != 0) return requested;
+  if (kind == MemoryKind::kDevice) return 1;  // device memory is shared by one pool (Note [Arenas])
+  const std::uint32_t hw = std::max(1u, std::thread::hardware_concurrency());
+  return std::min(kMaxArenas, hw);
+}
+
+ArenaSet::~ArenaSet() { destroy_made(); }
+
+void ArenaSet::destroy_made() {
+  // Each arena returns its own segments; the root (arena 0) is not ours.
+  for (std::uint32_t k = kMaxArenas; k-- > 1;) {
+    if (!made_[k]) continue;
+    ptrs_[k].store(nullptr, std::memory_order_release);
+    made_[k].reset();
+  }
+}
+
+std::uint32_t ArenaSet::in_use() const noexcept {
+  std::uint32_t n = 0;
+  for_each([&](Arena&) { ++n; });
+  return n;
+}
+
+Arena& ArenaSet::deal() {
+  Arena* root = this->root();
+  const std::uint32_t k = threads_seen_.fetch_add(1, std::memory_order_relaxed) % limit_;
+  if (k == 0) return *root;
+  if (Arena* a = get(k); a != nullptr) return *a;
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (!made_[k]) {
+    AllocatorOptions o;
+    bool recording = false;
+    {
+      Arena::Lock lock(root->mutex_);  // the root's options change under it (set_memory_fraction, set_cache_size)
+      o = root->options_;
+      recording = root->events_.on();
+    }
+    o.record_events = recording;
+    auto arena = std::make_unique<Arena>(root->upstream_, o, static_cast<std::uint8_t>(k));
+    arena->join(*this);
+    made_[k] = std::move(arena);
+    ptrs_[k].store(made_[k].get(), std::memory_order_release);
+  }
+  return *made_[k];
+}
+
+// Every arena's mutex, taken in arena order: a view of the whole family at
+// one instant (a snapshot taken arena by arena could show a segment one
+// arena released and another was given at the same address). No one holds an
+// arena's mutex while waiting for another's (Arena::release_other_arenas
+// only tries), so taking them in order cannot deadlock.
+ArenaSet::Locked ArenaSet::lock_all() const {
+  Locked view;
+  for_each([&](Arena& a) {
+    view.locks.emplace_back(a.mutex_);
+    view.arenas.push_back(&a);
+  });
+  return view;
+}
+
+}  // namespace genesis::memory::detail
