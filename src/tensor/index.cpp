@@ -2,6 +2,7 @@
 // [Advanced indexing] in tensor/index.h).
 #include "genesis/tensor/index.h"
 
+#include <optional>
 #include <sstream>
 
 #include "genesis/core/checked_math.h"
@@ -24,7 +25,8 @@ struct Parsed {
   std::vector<std::int64_t> view_dims;   // dim of `view` each index applies to
   std::vector<std::int64_t> orig_dims;   // dim of x, for messages
   std::vector<bool> needs_check;         // false: already known in range
-  std::vector<std::size_t> item_pos;     // position of the item in the list
+  std::vector<std::size_t> item_pos;     // list positions of the advanced items, in order (more
+                                         // than indices when 0-d masks share one axis)
   bool mask = false;
   std::size_t temp_bytes = 0;
 };
@@ -90,6 +92,7 @@ Parsed parse(const Tensor& x, const std::vector<IndexItem>& items_in) {
   Parsed p;
   p.view = x;
   std::int64_t vd = 0, od = 0;  // current dim in the view, in x
+  std::optional<std::size_t> zero_d_mask_slot;  // p.indices entry of the 0-d masks' shared axis
   for (std::size_t pos = 0; pos < items.size(); ++pos) {
     const IndexItem& it = items[pos];
     if (it.is_ellipsis()) {
@@ -124,7 +127,18 @@ Parsed parse(const Tensor& x, const std::vector<IndexItem>& items_in) {
       ++od;
     } else if (it.is_bool() || (it.is_tensor() && it.as_tensor().dtype() == DType::kBool && it.as_tensor().dim() == 0)) {
       // A 0-d mask: a new axis of length 1 selected (true) or not (false).
+      // NumPy broadcasts every such axis's index with the others into one
+      // result dim, of length 0 if any of them is false, so all 0-d masks
+      // share the first one's axis: a later one only empties its index (and
+      // counts as an item for the adjacency rule), and x[(False,) * 20]
+      // needs no 20 intermediate dims.
       const bool keep = it.is_bool() ? it.as_bool() : it.as_tensor().item().to_bool();
+      if (zero_d_mask_slot.has_value()) {
+        if (!keep) p.indices[*zero_d_mask_slot] = zeros({0}, TensorOptions(DType::kInt64, x.device()));
+        p.item_pos.push_back(pos);
+        continue;
+      }
+      zero_d_mask_slot = p.indices.size();
       p.view = p.view.unsqueeze(vd);
       p.indices.push_back(zeros({keep ? 1 : 0}, TensorOptions(DType::kInt64, x.device())));
       p.view_dims.push_back(vd);

@@ -24,5 +24,27 @@ TEST(IndexLimits, SliceStepInt64Min) {
   EXPECT_EQ(arange(0).slice(0, std::nullopt, std::nullopt, kMin).numel(), 0);
 }
 
+// 0-d boolean indices (Python's True and False) broadcast together into one
+// result dim, of length 0 if any is false (NumPy's answers in the comments).
+// Each used to add a dim of its own to the intermediate view, so 14 of them
+// on a 3-d tensor passed the 16-dim limit.
+TEST(IndexLimits, ManyZeroDimMasksShareOneAxis) {
+  const Tensor x = arange(24).reshape({2, 3, 4});
+  const IndexItem all{Slice(None, None, None)};
+  const std::vector<IndexItem> fourteen_false(14, IndexItem(false));
+  const std::vector<IndexItem> fourteen_true(14, IndexItem(true));
+  EXPECT_EQ(index(x, fourteen_false).shape(), (Shape{0, 2, 3, 4}));       // a[(False,)*14]
+  const Tensor t = index(x, fourteen_true);                               // a[(True,)*14]
+  EXPECT_EQ(t.shape(), (Shape{1, 2, 3, 4}));
+  EXPECT_EQ(t.reshape({-1}).tolist<std::int64_t>(), x.reshape({-1}).tolist<std::int64_t>());
+  EXPECT_EQ(index(x, {all, true, all, false}).shape(), (Shape{0, 2, 3, 4}));  // not adjacent: in front
+  EXPECT_EQ(index(x, {true, std::int64_t{0}, false}).shape(), (Shape{0, 3, 4}));
+  EXPECT_EQ(index(x, {std::int64_t{0}, true, std::int64_t{1}, false}).shape(), (Shape{0, 4}));
+  EXPECT_EQ(index(x, {all, true, true}).shape(), (Shape{2, 1, 3, 4}));       // adjacent: in place
+  const Tensor u = index(x, {true, all, true, std::int64_t{1}});              // (1, 2, 4)
+  EXPECT_EQ(u.shape(), (Shape{1, 2, 4}));
+  EXPECT_EQ(u.reshape({-1}).tolist<std::int64_t>(), (std::vector<std::int64_t>{4, 5, 6, 7, 16, 17, 18, 19}));
+}
+
 }  // namespace
 }  // namespace genesis
