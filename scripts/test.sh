@@ -132,7 +132,11 @@ fi
 # - log_path: pytest captures file descriptor 2 while a test runs, and a
 #   report written there dies with the process; reports go to files under
 #   build-asan/asan-py/ instead (children's too), printed below.
-# Every test runs: none needs skipping under ASan (a test that starts a
+# Every test runs but python/tests/test_fork.py: GCC 12's ASan runtime is
+# not fork-safe while other threads run (a child forked while a thread held
+# the sanitizer allocator's lock hung, a different test each time); the
+# python stage runs those tests, and the TSan stage the C++ fork tests.
+# Nothing else needs skipping under ASan (a test that starts a
 # program that is not Genesis, such as the browser, leaves LD_PRELOAD out of
 # its environment).
 if [[ -d python/tests ]]; then
@@ -152,7 +156,7 @@ if [[ -d python/tests ]]; then
       ASAN_OPTIONS="detect_leaks=0:handle_segv=1:handle_abort=1:detect_stack_use_after_return=0:log_path=$reports/asan" \
       UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan" \
       PYTHONPATH="$ROOT/build-asan/python:$ROOT/build-asan:$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
-      "$PYTHON" -m pytest -q -p no:faulthandler -p no:cacheprovider python/tests
+      "$PYTHON" -m pytest -q -p no:faulthandler -p no:cacheprovider --ignore=python/tests/test_fork.py python/tests
     rc=$?
     if compgen -G "$reports/*" >/dev/null; then
       for f in "$reports"/*; do echo "--- $f"; cat "$f"; done
