@@ -17,7 +17,8 @@
 // bits, so extreme slice bounds and steps cannot overflow here.
 //
 // Beyond NumPy it knows Genesis's documented limits: a result of more than
-// kMaxDims (16) dims is an error, a float index tensor is an error (NumPy
+// kMaxDims (16) dims is an error, so is an intermediate view of more (see
+// reference_index), a float index tensor is an error (NumPy
 // too), and a boolean mask dim of size 0 matches any size (NumPy does that).
 #pragma once
 
@@ -99,6 +100,27 @@ inline RefResult reference_index(const Shape& xs, const Shape& xst, std::int64_t
     } else if (it.kind == RefItem::kBoolArray && it.shape.empty()) {
       it.kind = RefItem::kBool;
       it.flag = it.values.at(0) != 0;
+    }
+  }
+  // Genesis-only limit: indexing builds an intermediate view that holds the
+  // tensor's dims (less those a plain integer selects while no array index
+  // is present), one per None, and one shared by every 0-d boolean. A view
+  // of more than kMaxDims dims at any point of the scan is refused with an
+  // error even where NumPy's result would fit (x of 4 dims with 14 Nones
+  // around a 3-d mask).
+  {
+    bool advanced = false;
+    for (const auto& it : items) advanced = advanced || it.kind == RefItem::kBool || it.kind == RefItem::kIntArray ||
+                                            it.kind == RefItem::kBoolArray || it.kind == RefItem::kFloatArray;
+    std::int64_t view = static_cast<std::int64_t>(xs.size());
+    bool zero_d_axis = false;
+    for (const auto& it : items) {
+      if (it.kind == RefItem::kNone || (it.kind == RefItem::kBool && !zero_d_axis)) {
+        zero_d_axis = zero_d_axis || it.kind == RefItem::kBool;
+        if (++view > static_cast<std::int64_t>(kRefMaxDims)) return err;
+      } else if (it.kind == RefItem::kInt && !advanced) {
+        --view;
+      }
     }
   }
   const auto n = static_cast<std::int64_t>(xs.size());

@@ -3,7 +3,7 @@
 // Note [Errors]: Genesis never aborts the process on bad input. Every failure
 // is a C++ exception derived from genesis::Error; the Python bindings map each
 // type onto a Python exception that both NumPy and PyTorch users can catch
-// (python/src/errors.cpp): OutOfMemoryError and CudaError -> RuntimeError
+// (python/src/py_errors.cpp): OutOfMemoryError and CudaError -> RuntimeError
 // subclasses; InvalidArgumentError -> genesis.InvalidArgumentError (a
 // ValueError and a RuntimeError); TypeMismatchError ->
 // genesis.TypeMismatchError (a TypeError and a RuntimeError);
