@@ -143,8 +143,11 @@ FiguresCollector::FiguresCollector(MemoryDebugger& debugger, NodeIdentity identi
     : debugger_(debugger), identity_(std::move(identity)), self_rss_(self_rss), state_(std::make_shared<State>()) {
   std::shared_ptr<State> state = state_;
   debugger.on_sample([state](const std::string& device, const MemorySample& s) {
-    std::lock_guard<std::mutex> lock(state->mutex);
-    state->latest[device] = s;
+    {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      state->latest[device] = s;
+    }
+    state->sampled.notify_all();
   });
   if (debugger.oom_detector() != nullptr) {
     debugger.on_oom_warning([state](const std::string& device, const OOMPrediction& p) {
@@ -158,6 +161,16 @@ FiguresCollector::FiguresCollector(MemoryDebugger& debugger, NodeIdentity identi
       if (state->warnings.size() > kMaxWarnings) state->warnings.erase(state->warnings.begin());
     });
   }
+}
+
+bool FiguresCollector::wait_for_samples(std::chrono::milliseconds timeout) const {
+  const std::vector<SourceDevice> devices = debugger_.devices();
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  return state_->sampled.wait_for(lock, timeout, [&] {
+    for (const SourceDevice& d : devices)
+      if (state_->latest.count(d.id) == 0) return false;
+    return true;
+  });
 }
 
 NodeFigures FiguresCollector::figures() const {

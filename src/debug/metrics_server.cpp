@@ -135,6 +135,10 @@ int start_metrics_server(int port, const std::string& bind) {
       },
       "Genesis memory metrics", "port=");
   e->debugger->start();
+  // The first sample is taken at once; waiting for it means a scrape right
+  // after this returns finds every device (a stuck source delays the start
+  // by at most two seconds and is then served as it comes).
+  e->collector->wait_for_samples(std::chrono::seconds(2));
   const int got = e->server->port();
   g_endpoint = std::move(e);
   return got;

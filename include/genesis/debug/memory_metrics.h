@@ -19,6 +19,8 @@
 //   genesis_memory_host_resident_bytes    per node; absent when unknown.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -91,11 +93,16 @@ class FiguresCollector {
   /// The figures now (devices sampled so far; the debugger's lock is held
   /// while the detectors are asked).
   NodeFigures figures() const;
+  /// Waits until every device of the debugger has been sampled once, at
+  /// most `timeout`; true when they have. An endpoint that starts serving
+  /// before would answer its first scrapes with no device at all.
+  bool wait_for_samples(std::chrono::milliseconds timeout) const;
   const NodeIdentity& identity() const noexcept { return identity_; }
 
  private:
   struct State {
     std::mutex mutex;
+    std::condition_variable sampled;  // notified on every sample
     std::unordered_map<std::string, MemorySample> latest;
     std::vector<std::string> warnings;
   };
