@@ -11,12 +11,15 @@
 //   alloc_icount hot SIZE PAIRS [sim]   SIZE bytes allocated and freed PAIRS times
 //   alloc_icount mixed PAIRS [sim]      bench_common.h's `mixed` sequence
 // (host upstream by default; `sim`: the simulated device, expandable segments).
+// GENESIS_ALLOC_CONF, when set, gives the allocator's options (the same text
+// as for the GPU allocators), so that configurations compare by instructions.
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
 
 #include "bench_common.h"
+#include "genesis/memory/alloc_conf.h"
 #include "genesis/memory/caching_allocator.h"
 #include "genesis/memory/host_resource.h"
 #include "genesis/memory/simulated_device.h"
@@ -79,7 +82,9 @@ int main(int argc, char** argv) {
   } else {
     upstream = std::make_shared<genesis::memory::HostResource>();
   }
-  CachingAllocator alloc(upstream);
+  const char* conf = std::getenv("GENESIS_ALLOC_CONF");
+  CachingAllocator alloc(upstream, conf != nullptr ? genesis::memory::parse_alloc_conf(conf, {}, "GENESIS_ALLOC_CONF")
+                                                   : genesis::memory::AllocatorOptions{});
   if (hot) {
     hot_loop(alloc, static_cast<std::size_t>(size), pairs);
     return 0;

@@ -3,6 +3,7 @@
 # the figures to compare allocator changes by on a machine whose timings move
 # more than the change (see bench/alloc_icount.cpp).
 #   bench/alloc_icount.sh [BUILD_DIR]     (default: build; needs valgrind)
+# GENESIS_ALLOC_CONF=TEXT runs every pattern under those allocator options.
 # Prints instructions per alloc+free pair (hot 512 B / 64 KiB / 2 MiB, `mixed`
 # on the host upstream and on the simulated device) and per event of the GPT-2
 # trace replay (timed loop only), for the default and classic configurations.
@@ -36,7 +37,7 @@ per_pair "mixed (sim, expandable)" 200000 "$BUILD/alloc_icount" mixed PAIRS sim
 TRACE="$ROOT/data/traces/gpt2_train.trace.csv.gz"
 for config in genesis genesis-classic; do
   valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" --toggle-collect='*replay_range*' \
-    "$BUILD/genesis-mem" replay "$TRACE" --config "$config" --repeat 5 --warmup 0 --no-progress --json \
+    "$BUILD/genesis-mem" replay "$TRACE" --config "$config" ${GENESIS_ALLOC_CONF:+--alloc-conf "$GENESIS_ALLOC_CONF"} --repeat 5 --warmup 0 --no-progress --json \
     >"$TMP/r.json" 2>"$TMP/err" || { cat "$TMP/err" >&2; exit 1; }
   total=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$TMP/cg.out" | head -1)
   events=$(sed -n 's/^ *"events": *\([0-9]*\).*/\1/p' "$TMP/r.json" | head -1)

@@ -46,6 +46,12 @@ const std::vector<NamedReplayConfig>& known_replay_configs() {
   return configs;
 }
 
+std::size_t default_simulated_capacity(const Trace& trace) noexcept {
+  std::size_t capacity = std::size_t{128} << 30;
+  while (capacity / 4 < trace.peak_live_bytes && capacity < memory::SimulatedDevice::kAddressSpan) capacity *= 2;
+  return capacity;
+}
+
 ReplayConfig make_replay_config(std::string_view name, ReplayDevice device, std::size_t capacity) {
   for (const NamedReplayConfig& c : known_replay_configs()) {
     if (c.name != name) continue;
@@ -80,7 +86,7 @@ struct Upstream {
 Upstream make_upstream(const Trace& trace, const ReplayConfig& config, AllocatorOptions& options) {
   Upstream up;
   if (config.device == ReplayDevice::kSimulated) {
-    const std::size_t capacity = config.capacity != 0 ? config.capacity : kDefaultSimulatedCapacity;
+    const std::size_t capacity = config.capacity != 0 ? config.capacity : default_simulated_capacity(trace);
     GENESIS_CHECK(capacity <= memory::SimulatedDevice::kAddressSpan, "the simulated device holds at most 1 TiB, got ",
                   detail::format_bytes(capacity), " (--capacity)");
     auto dev = std::make_shared<memory::SimulatedDevice>(capacity, 0, config.sim_vmm_cost);

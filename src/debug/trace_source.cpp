@@ -68,7 +68,7 @@ class TraceSource final : public MemorySource {
     validate(trace_);
     const ReplayConfig config = make_replay_config(options.config, ReplayDevice::kSimulated, options.capacity);
     config_name_ = config.name;
-    capacity_ = config.capacity != 0 ? config.capacity : kDefaultSimulatedCapacity;
+    capacity_ = config.capacity != 0 ? config.capacity : default_simulated_capacity(trace_);
     GENESIS_CHECK(capacity_ <= memory::SimulatedDevice::kAddressSpan,
                   "the simulated device holds at most 1 TiB, got ", genesis::detail::format_bytes(capacity_),
                   " (--capacity)");

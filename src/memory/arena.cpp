@@ -391,14 +391,17 @@ Block* detail::Arena::allocate_miss(ThreadCache* tc, std::size_t bytes, std::siz
   // sizes in alternation (GPT-2: 59 sizes, 65% of the requests large), so a
   // freed block was usually flushed (merged into its neighbours) by the next
   // miss before its size was asked for again, and then split off again under
-  // the lock. Keeping up to thread_cache_large_park (default 4) large blocks
-  // parked per stream lets those come back as exact hits: fewer
-  // instructions per event of the GPT-2 replay at the same reserved/live.
-  // On `mixed` random sizes rarely come back, so parking there only holds
-  // memory: beyond 4 it reserved more (see bench/RESULTS.md), so 4, the most
-  // that costs no memory.
-  // The limit also holds between searches: a free finds the cache full of
-  // large blocks and goes to the pool (hot_free_path). A thread that frees
+  // the lock. Keeping up to thread_cache_large_park large blocks parked per
+  // stream lets those come back as exact hits: fewer instructions per event
+  // of the GPT-2 replay. Each parked block is memory the pool cannot place
+  // requests in, though: on `mixed` (random sizes rarely come back) more
+  // than 4 reserved more, and on the recorded corpus of real workloads 2 or
+  // 4 reserved up to 3.4% more than 1 at the same speed (bench/RESULTS.md),
+  // so the default is 1.
+  // The limit holds at every free: a free that finds the cache at the limit
+  // goes to the pool and takes the parked blocks with it (hot_free_path,
+  // free_in_arena), so a search never finds more than the limit parked and
+  // flushes only when the request is for another stream. A thread that frees
   // many large tensors and then waits (the backward pass's thread at the end
   // of a step) would otherwise keep them all until another thread's growth
   // reclaimed them, by which time that thread's searches had carved up the
@@ -408,7 +411,7 @@ Block* detail::Arena::allocate_miss(ThreadCache* tc, std::size_t bytes, std::siz
   // a coin toss, and the short-circuit form cost 0.08 more mispredicts per
   // pair (callgrind's branch model).
   if (tc != nullptr && ((pool == detail::kLargePool) & (tc->cached_bytes[detail::kLargePool].get() != 0) &
-                        ((tc->current->stream != stream) | (tc->current->large_blocks > large_park_))))
+                        (tc->current->stream != stream)))
     flush_thread_cache(tc, pool, &stream);
   b = pool_.find(pool, rounded, stream);
   if (b == nullptr && tc != nullptr && tc->cached_bytes[pool].get() != 0) {

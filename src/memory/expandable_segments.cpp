@@ -30,6 +30,24 @@
 // bench/RESULTS.md): so no slack, and classic segments stay the default
 // where mapping is expensive.
 //
+// Note [New peaks empty the thread caches]: a block parked in a thread cache
+// is free memory that no other request can see and that cannot merge with
+// its free neighbours, so the pages under it stay mapped. Reserved memory is
+// judged at its peak, and a cache of any size is full at that moment: on
+// KV-cache serving (small blocks of a new size every token) the caches held
+// a fifth of the live bytes when the pool reached its high-water mark. So
+// before the pool maps pages past the mark, every thread's cache goes back
+// to the pool (every pool and stream: their pages are released alike), and
+// only then are free pages unmapped to make room. A growing program refills
+// its caches while it grows, and a steady loop reaches no new peak; but with
+// sizes that never settle (`mixed`) the mark is reached in steady state, and
+// there this costs about two thirds more instructions per pair. Emptying
+// the caches only when the pool's own free pages fell short cost as much
+// and kept more memory; so did a cache of a few megabytes instead of this
+// (bench/RESULTS.md). On the recorded corpus the default thread cache then
+// reserves about what no thread cache does (bench/RESULTS.md, "The trace
+// corpus").
+//
 // Note [Physical chunks]: the CUDA driver charges per physical allocation,
 // not per byte: ~7 us to create and map one, ~22 us to set its access rights
 // (even when one call covers many), ~22 us to unmap and release it, whether
@@ -121,10 +139,22 @@ std::size_t ExpandableSegments::release_idle_pages(Arena& a, std::uint64_t idle_
 Segment* ExpandableSegments::segment_for(Arena& a, PoolId pool, StreamId stream) {
   for (Segment* seg : segments_)
     if (seg->pool == pool && seg->stream == stream) return seg;
-  // As large as the device, so one range serves the whole pool.
+  // As large as the device, so one range serves the whole pool. Address
+  // space is finite too (the simulated device gives each index 4 TiB, a
+  // process shares the GPU's with every library): a program with several
+  // streams needs two ranges per stream, and when a device-sized one no
+  // longer fits, a smaller one still serves that stream's pool, down to
+  // 1/64 of the device. Below that, or when even that fails, the pool uses
+  // classic segments (the caller grows), as it does for a request too large
+  // for what is left of its range.
   const std::size_t total = a.total_capacity_ > 0 ? a.total_capacity_ : (std::size_t{64} << 30);
-  const std::size_t va = (total + page_size_ - 1) / page_size_ * page_size_;
-  const std::uintptr_t addr = a.upstream_->reserve_address_range(va);
+  std::size_t va = (total + page_size_ - 1) / page_size_ * page_size_;
+  const std::size_t smallest = std::max(page_size_, va / 64);
+  std::uintptr_t addr = a.upstream_->reserve_address_range(va);
+  while (addr == 0 && va / 2 >= smallest) {
+    va = va / 2 / page_size_ * page_size_;
+    addr = a.upstream_->reserve_address_range(va);
+  }
   if (addr == 0) return nullptr;  // caller falls back to classic segments
   Segment* seg = a.pool_.add_segment(addr, va, pool, stream, /*expandable=*/true);
   // seg->mapped grows with mapped_limit (ensure_mapped): a device-sized range
@@ -287,6 +317,9 @@ bool ExpandableSegments::map_block_pages(Arena& a, Block* b, std::size_t bytes) 
     // out of the free index, so its own pages are safe). Only as many: the
     // other free pages are the cache that later requests reuse without
     // mapping; unmapping them all made a GPU remap them again and again.
+    // Blocks parked in thread caches go back first (Note [New peaks empty
+    // the thread caches]).
+    if (a.thread_cached_total_locked() != 0) a.reclaim_thread_caches(true);
     release_free_pages(a, static_cast<std::size_t>(over));
   }
   // Note [Physical chunks]: the pages b lies wholly over become chunks of

@@ -80,7 +80,7 @@ TEST(TraceSourceTest, SamplesFollowTraceTime) {
   StopFlag stop{false};
   ASSERT_EQ(src->devices().size(), 1u);
   EXPECT_EQ(src->devices()[0].id, "0");
-  EXPECT_EQ(src->devices()[0].total, kDefaultSimulatedCapacity);
+  EXPECT_EQ(src->devices()[0].total, std::size_t{128} << 30);
   EXPECT_EQ(src->now_ns(), 0u);
 
   ASSERT_TRUE(src->advance_to(15 * kMs, stop));
@@ -90,7 +90,7 @@ TEST(TraceSourceTest, SamplesFollowTraceTime) {
   EXPECT_EQ(s.time_ns, 15 * kMs);
   EXPECT_EQ(s.allocated, round512(1000) + round512(3000));
   EXPECT_EQ(s.num_allocs, 2u);
-  EXPECT_EQ(s.total, kDefaultSimulatedCapacity);
+  EXPECT_EQ(s.total, std::size_t{128} << 30);
   EXPECT_EQ(s.used, s.reserved);
   EXPECT_EQ(s.free, s.total - s.used);
   EXPECT_GE(s.reserved, s.allocated);

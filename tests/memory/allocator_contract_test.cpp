@@ -429,6 +429,7 @@ TEST_F(SimulatedControlsTest, OtherThreadsCachesAreReclaimed) {
 TEST_F(SimulatedControlsTest, OutOfMemoryReclaimsAnIdleThreadsCache) {
   AllocatorOptions o;
   o.thread_cache_bytes = 64 * MiB;
+  o.thread_cache_large_park = 4;  // all four stay parked until the reclaim
   auto& a = make(64 * MiB, o);
   std::mutex mu;
   std::condition_variable cv;

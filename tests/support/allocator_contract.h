@@ -264,8 +264,11 @@ TEST_P(AllocatorContractTest, SameSizeReuseIsACacheHit) {
       EXPECT_EQ(s2.num_allocs, s1.num_allocs + 1);
       EXPECT_EQ(s2.reserved_bytes[kStatAggregate].current, s1.reserved_bytes[kStatAggregate].current);
       a->deallocate(q);
+      // Each size from an empty cache: a thread cache parks one large block
+      // (Note [Parked large blocks]), and the next size's free would send
+      // this one to the pool to merge with its own.
+      a->empty_cache();
     }
-    a->empty_cache();
   }
 }
 
@@ -550,15 +553,18 @@ TEST_P(AllocatorContractTest, ThreadCacheLimits) {
   o.thread_cache_small_count = 2;
   o.thread_cache_large_count = 1;
   o.thread_cache_bytes = 64 * MiB;  // the default (total / 32) is only 2 MiB on a small device
+  o.thread_cache_large_park = 4;     // the count per size is the limit here
   auto a = make_allocator(o);
+  // Everything allocated first: with expandable segments a new peak empties
+  // the caches (Note [New peaks empty the thread caches]).
   std::vector<void*> small;
   for (int i = 0; i < 4; ++i) small.push_back(a->allocate(4 * KiB));
+  std::vector<void*> large;
+  for (int i = 0; i < 2; ++i) large.push_back(a->allocate(2 * MiB));
   for (void* p : small) a->deallocate(p);
   auto snap = a->snapshot();
   EXPECT_EQ(count_blocks(snap, "thread_cached"), 2u);
   EXPECT_TRUE(SnapshotConsistent(snap));
-  std::vector<void*> large;
-  for (int i = 0; i < 2; ++i) large.push_back(a->allocate(2 * MiB));
   for (void* p : large) a->deallocate(p);
   EXPECT_EQ(count_blocks(a->snapshot(), "thread_cached"), 3u);
   a->empty_cache();

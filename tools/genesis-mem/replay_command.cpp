@@ -195,7 +195,7 @@ Command add_replay_command(CLI::App& app) {
                   "Replay every trace in this folder (NAME.trace.csv[.gz], NAME.pickle; NAME.json sidecars give "
                   "PyTorch's figures) through every configuration (or the --config ones): one table");
   sub->add_option("--capacity", args->capacity,
-                  "Simulated device size, e.g. 80GB (default 1 TiB, the most it allows); with --device cuda a cap "
+                  "Simulated device size, e.g. 80GB (default 128 GiB, more for a trace whose peak live bytes exceed a quarter of that, at most 1 TiB); with --device cuda a cap "
                   "on reserved memory");
   sub->add_option("--device", args->device, "sim (simulated GPU, default) or cuda (GPU 0)");
   sub->add_option("--config", args->configs,

@@ -15,7 +15,7 @@ void add_source_options(CLI::App* app, SourceArgs& args) {
   app->add_option("--trace", args.trace, "replay a recorded trace (CSV, .gz, '-' for stdin) on the simulated GPU");
   app->add_option("--speed", args.speed, "trace time per wall time for --trace: a number (10 = ten times faster) or max")
       ->capture_default_str();
-  app->add_option("--capacity", args.capacity, "simulated GPU memory for --trace (e.g. 16GB; default 1 TiB)");
+  app->add_option("--capacity", args.capacity, "simulated GPU memory for --trace (e.g. 16GB; default 128 GiB, more for a trace whose peak live bytes exceed a quarter of that)");
   app->add_option("--config", args.config, "allocator configuration for --trace (see genesis-mem replay --help)")
       ->capture_default_str();
   app->add_option("command", args.command, "after --: a command to start and watch until it exits");

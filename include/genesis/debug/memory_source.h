@@ -182,7 +182,7 @@ struct TraceSourceOptions {
   /// Trace time per wall time: 1 = real speed, 10 = ten times faster;
   /// 0 = as fast as possible ("max").
   double speed = 0;
-  /// Simulated device capacity (0: kDefaultSimulatedCapacity). With a
+  /// Simulated device capacity (0: default_simulated_capacity()). With a
   /// capacity the trace can run out of memory; OOMs are counted.
   std::size_t capacity = 0;
   /// Allocator configuration name (known_replay_configs()).

@@ -40,17 +40,20 @@ std::string_view replay_device_name(ReplayDevice device) noexcept;
 /// Parses "sim" / "cuda"; throws InvalidArgumentError naming both otherwise.
 ReplayDevice parse_replay_device(std::string_view name);
 
-/// Simulated capacity when ReplayConfig::capacity is 0: the largest a
-/// SimulatedDevice allows (1 TiB), so that no real trace runs out of memory
-/// unless a capacity is asked for.
-inline constexpr std::size_t kDefaultSimulatedCapacity = std::size_t{1} << 40;
+/// Simulated capacity when ReplayConfig::capacity is 0: 128 GiB (a large GPU
+/// of today), doubled while below four times the trace's peak live bytes, up
+/// to the 1 TiB a SimulatedDevice allows; so that no real trace runs out of
+/// memory unless a capacity is asked for. Not always 1 TiB: expandable
+/// segments reserve a device-sized address range per pool and stream, and
+/// the simulator's 4 TiB of address space would hold only four of them.
+std::size_t default_simulated_capacity(const Trace& trace) noexcept;
 
 /// One allocator configuration to replay a trace under.
 struct ReplayConfig {
   /// A name for reports (known_replay_configs() names, or anything).
   std::string name = "genesis";
   ReplayDevice device = ReplayDevice::kSimulated;
-  /// Simulated device: its capacity (0 = kDefaultSimulatedCapacity, at most
+  /// Simulated device: its capacity (0 = default_simulated_capacity(), at most
   /// 1 TiB). CUDA: a cap on reserved memory, applied as memory_fraction =
   /// capacity / device total when smaller (0 = the whole GPU).
   std::size_t capacity = 0;

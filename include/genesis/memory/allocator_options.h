@@ -29,7 +29,7 @@ struct AllocatorOptions {
   /// Large blocks one thread may keep parked in its cache (per stream)
   /// across large-pool searches before they return to the pool (Note
   /// [Parked large blocks]); 0: every large-pool search returns them first.
-  std::uint32_t thread_cache_large_park = 4;
+  std::uint32_t thread_cache_large_park = 1;
   /// Near fits (Note [Near fits]): when a thread cache has no block of the
   /// requested small size, it hands out its smallest block that is at most
   /// 1/N larger (N = this value; 0: exact sizes only). Classic segments

@@ -120,10 +120,13 @@ class SimulatedDevice final : public UpstreamResource {
 
   // --- virtual memory (models cuMemAddressReserve / cuMemCreate+Map / Unmap) -
   // Reserved ranges come from their own 4 TiB span per index, below the
-  // allocate() span; mapped pages count against the capacity together with
-  // allocate()d bytes, as physical memory does on a GPU.
-  static constexpr std::uintptr_t kVirtualBase = 0x4000'0000'0000;
+  // allocate() span (all 16 spans end at 0x5000'0000'0000, under both it
+  // and the executable's heap); mapped pages count against the capacity
+  // together with allocate()d bytes, as physical memory does on a GPU.
+  static constexpr std::uintptr_t kVirtualBase = 0x1000'0000'0000;
   static constexpr std::uintptr_t kVirtualSpan = std::uintptr_t{1} << 42;
+  static_assert(kVirtualBase + (kMaxIndex + 1) * kVirtualSpan <= kBaseAddress,
+                "the reserved-range spans of every index lie below the allocate() spans");
   static constexpr std::size_t kPageSize = std::size_t{2} << 20;
   bool supports_virtual_memory() const noexcept override { return true; }
   /// True unless a VmmCost makes mapping as slow as on CUDA (then

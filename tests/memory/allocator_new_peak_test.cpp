@@ -1,0 +1,165 @@
+// Expandable segments at a new peak (Note [New peaks empty the thread
+// caches] in src/memory/expandable_segments.cpp): before the pool maps pages
+// past its high-water mark, every thread's cached blocks go back to the pool,
+// so memory parked in a cache is released instead of adding to the peak.
+// And when the address space runs short (several streams on a device whose
+// size fills most of it), a stream's range is smaller, not missing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "genesis/memory/caching_allocator.h"
+#include "genesis/memory/simulated_device.h"
+#include "support/allocator_test_util.h"
+
+namespace genesis::memory {
+namespace {
+
+using namespace testing_support;  // NOLINT
+
+class NewPeakTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<CachingAllocator> make(std::size_t capacity = 1 * GiB) {
+    sim_ = std::make_shared<SimulatedDevice>(capacity);
+    AllocatorOptions o;
+    o.expandable_segments = AllocatorOptions::Expandable::kOn;
+    return std::make_unique<CachingAllocator>(sim_, o);
+  }
+  std::int64_t reserved(const CachingAllocator& a) { return a.stats().reserved_bytes[kStatAggregate].current; }
+  std::int64_t peak_reserved(const CachingAllocator& a) { return a.stats().reserved_bytes[kStatAggregate].peak; }
+  void TearDown() override {
+    if (sim_ != nullptr) {
+      EXPECT_EQ(sim_->num_misuses(), 0u);
+    }
+  }
+  std::shared_ptr<SimulatedDevice> sim_;
+};
+
+// 32 small blocks fill four pages of the small pool and go into the thread
+// cache. An 8 MiB request needs four new pages in the large pool: the cached
+// blocks go back, merge, and their four pages are released, so reserved
+// memory never exceeds what the program ever held at once.
+TEST_F(NewPeakTest, CachedBlocksGoBackBeforeThePoolMapsPastItsPeak) {
+  auto a = make();
+  std::vector<void*> small;
+  for (int i = 0; i < 32; ++i) small.push_back(a->allocate(256 * KiB));
+  ASSERT_EQ(reserved(*a), static_cast<std::int64_t>(8 * MiB));
+  for (void* p : small) a->deallocate(p);
+  ASSERT_EQ(count_blocks(a->snapshot(), "thread_cached"), 32u);
+  ASSERT_EQ(reserved(*a), static_cast<std::int64_t>(8 * MiB));
+
+  void* big = a->allocate(8 * MiB);
+  EXPECT_EQ(count_blocks(a->snapshot(), "thread_cached"), 0u);
+  EXPECT_EQ(reserved(*a), static_cast<std::int64_t>(8 * MiB));
+  EXPECT_EQ(peak_reserved(*a), static_cast<std::int64_t>(8 * MiB));
+  EXPECT_EQ(a->stats().allocated_bytes[kStatAggregate].current, static_cast<std::int64_t>(8 * MiB));
+  a->check_invariants();
+  a->deallocate(big);
+}
+
+// The same when the blocks sit in another thread's cache: the thread that
+// reaches the new peak empties every cache, not only its own.
+TEST_F(NewPeakTest, AnotherThreadsCachedBlocksGoBackToo) {
+  auto a = make();
+  std::mutex m;
+  std::condition_variable cv;
+  int phase = 0;
+  std::thread holder([&] {
+    std::vector<void*> small;
+    for (int i = 0; i < 32; ++i) small.push_back(a->allocate(256 * KiB));
+    for (void* p : small) a->deallocate(p);
+    std::unique_lock<std::mutex> lock(m);
+    phase = 1;
+    cv.notify_all();
+    cv.wait(lock, [&] { return phase == 2; });  // keeps its cache until then
+  });
+  {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return phase == 1; });
+  }
+  ASSERT_EQ(count_blocks(a->snapshot(), "thread_cached"), 32u);
+  void* big = a->allocate(8 * MiB);
+  EXPECT_EQ(count_blocks(a->snapshot(), "thread_cached"), 0u);
+  EXPECT_EQ(peak_reserved(*a), static_cast<std::int64_t>(8 * MiB));
+  {
+    std::lock_guard<std::mutex> lock(m);
+    phase = 2;
+  }
+  cv.notify_all();
+  holder.join();
+  a->check_invariants();
+  a->deallocate(big);
+}
+
+// Below the high-water mark nothing is flushed for the peak's sake: reusing
+// mapped pages is not a new peak, and the cache keeps serving.
+TEST_F(NewPeakTest, BelowThePeakTheCachesStay) {
+  auto a = make();
+  void* x = a->allocate(8 * MiB);
+  void* y = a->allocate(8 * MiB);
+  void* s = a->allocate(256 * KiB);
+  ASSERT_EQ(peak_reserved(*a), static_cast<std::int64_t>(18 * MiB));
+  a->deallocate(x);  // parked: the one large block a cache keeps
+  a->deallocate(y);  // the second goes to the pool and takes x with it
+  a->deallocate(s);
+  ASSERT_EQ(count_blocks(a->snapshot(), "thread_cached"), 1u);
+  // Best fit places 4 MiB in the mapped 16 MiB that x and y left: no page
+  // is mapped, no cache is emptied.
+  void* other = a->allocate(4 * MiB);
+  EXPECT_EQ(addr_of(other), addr_of(x));
+  EXPECT_EQ(count_blocks(a->snapshot(), "thread_cached"), 1u);
+  EXPECT_EQ(peak_reserved(*a), static_cast<std::int64_t>(18 * MiB));
+  EXPECT_EQ(a->allocate(256 * KiB), s);  // still a hit
+  a->deallocate(s);
+  a->deallocate(other);
+}
+
+// Each index of the simulated device has 4 TiB of address space. On a
+// 768 GiB device five device-sized ranges fit; the next ones halve until
+// they fit (down to 1/64 of the device), so four streams (a small and a large
+// pool each: eight ranges) all get expandable memory. When not even 1/64
+// fits, a stream's pool falls back to classic segments.
+TEST_F(NewPeakTest, ShortAddressSpaceGivesSmallerRangesNotClassicSegments) {
+  const std::size_t device = 768 * GiB;
+  auto a = make(device);
+  std::vector<StreamId> streams{0};
+  for (int i = 0; i < 3; ++i) streams.push_back(sim_->create_stream());
+  std::vector<void*> live;
+  for (StreamId s : streams) {
+    live.push_back(a->allocate(64 * MiB, s));
+    live.push_back(a->allocate(64 * KiB, s));
+  }
+  auto snap = a->snapshot();
+  ASSERT_EQ(snap.size(), 8u);
+  std::vector<std::size_t> sizes;
+  for (const SegmentInfo& seg : snap) {
+    EXPECT_TRUE(seg.expandable) << "stream " << seg.stream << " pool " << seg.pool;
+    sizes.push_back(seg.size);
+  }
+  std::sort(sizes.begin(), sizes.end());
+  const std::vector<std::size_t> expected{device / 64, device / 16, device / 4, device,
+                                          device,      device,      device,     device};
+  EXPECT_EQ(sizes, expected);
+  EXPECT_EQ(reserved(*a), static_cast<std::int64_t>(4 * (64 * MiB + 2 * MiB)));
+
+  // 4 GiB of address space is left, less than 1/64 of the device: a fifth
+  // stream's large pool uses a classic segment.
+  const StreamId fifth = sim_->create_stream();
+  live.push_back(a->allocate(64 * MiB, fifth));
+  snap = a->snapshot();
+  bool classic_found = false;
+  for (const SegmentInfo& seg : snap)
+    if (seg.stream == fifth && seg.pool == "large") classic_found = !seg.expandable;
+  EXPECT_TRUE(classic_found);
+  for (void* p : live) a->deallocate(p);
+  a->check_invariants();
+}
+
+}  // namespace
+}  // namespace genesis::memory
