@@ -30,7 +30,7 @@ std::vector<Storage> storages_from(const py::handle& seq, const char* what, bool
     throw py::type_error(std::string(what) + " must be a sequence of genesis.Storage");
   std::vector<Storage> out;
   std::size_t i = 0;
-  for (py::handle item : py::reinterpret_borrow<py::sequence>(seq)) {
+  for (py::object item : py::reinterpret_borrow<py::sequence>(seq)) {
     const std::string name = std::string(what) + "[" + std::to_string(i++) + "]";
     out.push_back(writable ? writable_storage_arg(item, name.c_str()) : storage_arg(item, name.c_str()));
   }

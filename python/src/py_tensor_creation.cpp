@@ -89,7 +89,9 @@ void flatten(Flat& out, py::handle h, std::size_t depth) {
     throw py::value_error("genesis.tensor(): ragged nested sequence: expected length " + std::to_string(out.shape[depth]) +
                           " at dim " + std::to_string(depth) + ", got " + std::to_string(n));
   }
-  for (py::handle item : seq) flatten(out, item, depth + 1);
+  // Owned: a sequence may make its items as they are asked for (range,
+  // NumPy arrays), and a borrowed item would die with the accessor.
+  for (py::object item : seq) flatten(out, item, depth + 1);
 }
 
 Tensor from_sequence(py::handle data, std::optional<DType> dtype, Device device) {

@@ -98,7 +98,7 @@ std::optional<std::vector<std::int64_t>> to_dims(py::handle dim) {
   if (dim.is_none()) return std::nullopt;
   if (PyTuple_Check(dim.ptr()) || PyList_Check(dim.ptr())) {
     std::vector<std::int64_t> d;
-    for (py::handle h : py::reinterpret_borrow<py::sequence>(dim)) d.push_back(to_int64(h, "dim"));
+    for (py::object h : py::reinterpret_borrow<py::sequence>(dim)) d.push_back(to_int64(h, "dim"));
     return d;
   }
   return std::vector<std::int64_t>{to_int64(dim, "dim")};

@@ -15,7 +15,7 @@ namespace {
 std::vector<Tensor> tensor_list(py::handle seq) {
   if (!PyList_Check(seq.ptr()) && !PyTuple_Check(seq.ptr())) throw py::type_error("expected a list or tuple of tensors");
   std::vector<Tensor> out;
-  for (py::handle h : py::reinterpret_borrow<py::sequence>(seq)) {
+  for (py::object h : py::reinterpret_borrow<py::sequence>(seq)) {
     if (!py::isinstance<Tensor>(h)) throw py::type_error("expected a list or tuple of tensors");
     out.push_back(h.cast<Tensor>());
   }
@@ -33,7 +33,7 @@ py::tuple to_pytuple(const std::vector<Tensor>& v) { return py::tuple(to_pylist(
 py::object split_impl(const Tensor& t, py::handle size, std::int64_t dim) {
   if (PyList_Check(size.ptr()) || PyTuple_Check(size.ptr())) {
     std::vector<std::int64_t> sizes;
-    for (py::handle h : py::reinterpret_borrow<py::sequence>(size)) sizes.push_back(to_int64(h, "split size"));
+    for (py::object h : py::reinterpret_borrow<py::sequence>(size)) sizes.push_back(to_int64(h, "split size"));
     return to_pytuple(t.split(sizes, dim));
   }
   return to_pytuple(t.split(to_int64(size, "split_size"), dim));

@@ -238,7 +238,10 @@ std::vector<std::int64_t> to_dims(py::handle h, const char* what) {
   if (!text && PySequence_Check(o)) {
     std::vector<std::int64_t> out;
     if (PyTuple_Check(o) || PyList_Check(o)) out.reserve(static_cast<std::size_t>(PySequence_Fast_GET_SIZE(o)));
-    for (py::handle item : py::reinterpret_borrow<py::sequence>(h)) out.push_back(to_int64(item, what));
+    // Each item owned while it is read: range and NumPy arrays make their
+    // items as they are asked for, and a borrowed one would be freed with
+    // the iterator's temporary before to_int64 reads it.
+    for (py::object item : py::reinterpret_borrow<py::sequence>(h)) out.push_back(to_int64(item, what));
     return out;
   }
   if (!text && !PyBool_Check(o) && PyIndex_Check(o)) return {to_int64(h, what)};  // a NumPy integer
