@@ -319,7 +319,7 @@ bool ExpandableSegments::map_block_pages(Arena& a, Block* b, std::size_t bytes) 
     // mapping; unmapping them all made a GPU remap them again and again.
     // Blocks parked in thread caches go back first (Note [New peaks empty
     // the thread caches]).
-    if (a.thread_cached_total_locked() != 0) a.reclaim_thread_caches(true);
+    if (a.options_.thread_cache_flush_at_peak && a.thread_cached_total_locked() != 0) a.reclaim_thread_caches(true);
     release_free_pages(a, static_cast<std::size_t>(over));
   }
   // Note [Physical chunks]: the pages b lies wholly over become chunks of

@@ -63,6 +63,24 @@ TEST_F(NewPeakTest, CachedBlocksGoBackBeforeThePoolMapsPastItsPeak) {
   a->deallocate(big);
 }
 
+// thread_cache_flush_at_peak:false keeps the caches: the same program
+// reserves what they hold on top.
+TEST_F(NewPeakTest, WithTheFlushOffTheCachesStayAndThePeakGrows) {
+  sim_ = std::make_shared<SimulatedDevice>(1 * GiB);
+  AllocatorOptions o;
+  o.expandable_segments = AllocatorOptions::Expandable::kOn;
+  o.thread_cache_flush_at_peak = false;
+  auto a = std::make_unique<CachingAllocator>(sim_, o);
+  std::vector<void*> small;
+  for (int i = 0; i < 32; ++i) small.push_back(a->allocate(256 * KiB));
+  for (void* p : small) a->deallocate(p);
+  void* big = a->allocate(8 * MiB);
+  EXPECT_EQ(count_blocks(a->snapshot(), "thread_cached"), 32u);
+  EXPECT_EQ(peak_reserved(*a), static_cast<std::int64_t>(16 * MiB));
+  a->check_invariants();
+  a->deallocate(big);
+}
+
 // The same when the blocks sit in another thread's cache: the thread that
 // reaches the new peak empties every cache, not only its own.
 TEST_F(NewPeakTest, AnotherThreadsCachedBlocksGoBackToo) {
