@@ -39,8 +39,10 @@ struct Outcome {
   std::uint64_t ooms = 0;
 };
 
-template <class Alloc, class Free>
-Outcome run(const genesis::debug::Trace& trace, Alloc&& alloc, Free&& free_fn) {
+// empty_fn: the program gave the allocator's cache back (PyTorch's
+// empty_cache; Note [Released caches] in genesis/debug/trace.h).
+template <class Alloc, class Free, class Empty>
+Outcome run(const genesis::debug::Trace& trace, Alloc&& alloc, Free&& free_fn, Empty&& empty_fn) {
   std::vector<void*> slots(trace.num_slots, nullptr);
   std::vector<std::uint64_t> sizes(trace.num_slots, 0);
   Outcome o;
@@ -62,6 +64,8 @@ Outcome run(const genesis::debug::Trace& trace, Alloc&& alloc, Free&& free_fn) {
       sizes[e.slot] = e.size;
       live += e.size;
       o.peak_live = std::max(o.peak_live, live);
+    } else if (e.op == genesis::debug::TraceOp::kEmptyCache) {
+      empty_fn();
     } else if (e.slot != genesis::debug::kNullSlot && slots[e.slot] != nullptr) {
       free_fn(slots[e.slot]);
       live -= sizes[e.slot];
@@ -100,7 +104,8 @@ int main(int argc, char** argv) {
       c10::cuda::CUDACachingAllocator::resetPeakStats(0);
       o = run(
           trace, [](std::size_t n) { return c10::cuda::CUDACachingAllocator::raw_alloc(n); },
-          [](void* p) { c10::cuda::CUDACachingAllocator::raw_delete(p); });
+          [](void* p) { c10::cuda::CUDACachingAllocator::raw_delete(p); },
+          [] { c10::cuda::CUDACachingAllocator::emptyCache(); });
       const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
       o.peak_reserved = static_cast<std::uint64_t>(stats.reserved_bytes[0].peak);
     } else if (which == "cudaMallocAsync") {
@@ -122,7 +127,11 @@ int main(int argc, char** argv) {
             }
             return p;
           },
-          [&](void* p) { check(cudaFreeAsync(p, stream), "cudaFreeAsync"); });
+          [&](void* p) { check(cudaFreeAsync(p, stream), "cudaFreeAsync"); },
+          [&] {
+            check(cudaStreamSynchronize(stream), "sync");
+            check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
+          });
       check(cudaStreamSynchronize(stream), "sync");
       std::uint64_t high = 0;
       check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &high), "reserved high");

@@ -33,7 +33,7 @@ inline void check_trace_invariants(const Trace& t) {
   GENESIS_FUZZ_TRACE_REQUIRE(t.sites.empty() || t.sites[0].empty());
   for (std::size_t i = 1; i < t.sites.size(); ++i) GENESIS_FUZZ_TRACE_REQUIRE(!t.sites[i].empty());
   for (std::uint32_t s : t.event_site) GENESIS_FUZZ_TRACE_REQUIRE(s < t.sites.size());
-  GENESIS_FUZZ_TRACE_REQUIRE(t.counts.alloc + t.counts.free_requested == t.events.size());
+  GENESIS_FUZZ_TRACE_REQUIRE(t.counts.alloc + t.counts.free_requested + t.counts.empty_cache == t.events.size());
   // Slot discipline (Note [Trace slots]): an alloc fills a free slot, a free
   // names a filled one (or kNullSlot) and empties it; what is still filled
   // at the end is live_at_end_slots, leaked slots included.
@@ -44,6 +44,12 @@ inline void check_trace_invariants(const Trace& t) {
     const auto& e = t.events[i];
     GENESIS_FUZZ_TRACE_REQUIRE(e.slot < t.num_slots);
     GENESIS_FUZZ_TRACE_REQUIRE(e.stream < t.streams.size());
+    if (e.op == TraceOp::kEmptyCache) {
+      // Note [Released caches]: no slot, no size, never two in a row.
+      GENESIS_FUZZ_TRACE_REQUIRE(e.slot == kNullSlot && e.size == 0 && e.stream == 0);
+      GENESIS_FUZZ_TRACE_REQUIRE(i == 0 || t.events[i - 1].op != TraceOp::kEmptyCache);
+      continue;
+    }
     if (e.op == TraceOp::kAlloc) {
       GENESIS_FUZZ_TRACE_REQUIRE(e.slot != kNullSlot);
       GENESIS_FUZZ_TRACE_REQUIRE(filled[e.slot] == 0);

@@ -121,7 +121,8 @@ void validate(const Trace& trace) {
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
     GENESIS_CHECK(e.slot < trace.num_slots && e.stream < trace.streams.size() &&
-                      (e.op == TraceOp::kFree || (e.op == TraceOp::kAlloc && e.slot != kNullSlot)),
+                      (e.op == TraceOp::kFree || (e.op == TraceOp::kAlloc && e.slot != kNullSlot) ||
+                       (e.op == TraceOp::kEmptyCache && e.slot == kNullSlot)),
                   trace.source, ": event ", i, " is inconsistent (slot ", e.slot, " of ", trace.num_slots, ", stream ",
                   e.stream, " of ", trace.streams.size(), ")");
   }
@@ -145,8 +146,10 @@ void validate(const Trace& trace) {
         slots[e.slot] = nullptr;  // its free becomes a no-op
         failed.push_back(i);
       }
-    } else {
+    } else if (GENESIS_LIKELY(e.op == TraceOp::kFree)) {
       alloc.deallocate(slots[e.slot]);  // nullptr (unknown free, failed alloc): no-op
+    } else {
+      alloc.empty_cache();  // Note [Released caches]
     }
   }
 }
@@ -168,7 +171,7 @@ std::uint64_t peak_live(const Trace& trace, const std::vector<std::uint64_t>& fa
       slot_size[e.slot] = e.size;
       live += e.size;
       peak = std::max(peak, live);
-    } else {
+    } else if (e.op == TraceOp::kFree) {
       live -= slot_size[e.slot];
       slot_size[e.slot] = 0;
     }

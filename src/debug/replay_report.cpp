@@ -70,6 +70,7 @@ std::string format_trace_summary(const Trace& trace) {
   out += ")\n";
   out += "  events replayed: " + format_thousands(trace.events.size()) + " (unknown frees " +
          format_thousands(c.unknown_frees) + ", allocations never freed " + format_thousands(c.live_at_end);
+  if (c.empty_cache > 0) out += ", empty_cache " + format_thousands(c.empty_cache);
   if (c.realloc_of_live > 0) out += ", allocs at a live address " + format_thousands(c.realloc_of_live);
   out += ")\n";
   out += "  peak live bytes: " + format_thousands(trace.peak_live_bytes) + " (" +

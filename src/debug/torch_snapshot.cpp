@@ -95,12 +95,31 @@ Trace trace_from_torch_snapshot(const PickleValue& snapshot, const std::string& 
       continue;
     }
     ++counts.lines;
-    if (a == "free_completed") ++counts.free_completed;
-    else if (a == "segment_alloc") ++counts.segment_alloc;
-    else if (a == "segment_free") ++counts.segment_free;
-    else if (a == "oom") ++counts.oom;
-    else if (a == "segment_map" || a == "segment_unmap" || a == "snapshot" || a == "annotate") ++counts.other_ignored;
-    else r.fail("unknown action '" + a + "'");
+    if (a == "segment_free" || a == "segment_unmap") {
+      // PyTorch gave cached memory back (Note [Released caches]): a run of
+      // these is one empty_cache event.
+      if (a == "segment_free") {
+        ++counts.segment_free;
+      } else {
+        ++counts.other_ignored;
+      }
+      std::uint64_t t = 0;
+      if (r.time(e, t)) {
+        builder.empty_cache(t);
+      } else {
+        builder.empty_cache();
+      }
+    } else if (a == "free_completed") {
+      ++counts.free_completed;
+    } else if (a == "segment_alloc") {
+      ++counts.segment_alloc;
+    } else if (a == "oom") {
+      ++counts.oom;
+    } else if (a == "segment_map" || a == "snapshot" || a == "annotate") {
+      ++counts.other_ignored;
+    } else {
+      r.fail("unknown action '" + a + "'");
+    }
   }
   return builder.finish();
 }

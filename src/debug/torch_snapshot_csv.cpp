@@ -84,6 +84,7 @@ SnapshotCsvResult write_torch_snapshot_csv(const PickleValue& snapshot, const st
   std::string buf = options.sites ? "time_us,action,addr,size,stream,site\n" : "time_us,action,addr,size,stream\n";
   buf.reserve(kChunk + 4096);
   std::uint64_t last_time = 0;  // an entry without a time stamp takes the one before
+  bool releasing = false;       // in a run of segment_free / segment_unmap entries
   for (std::size_t i = 0; i < entries.items.size(); ++i) {
     const SnapshotEntryReader r{source, chosen.device, i};
     const PickleValue& e = *entries.items[i];
@@ -103,6 +104,20 @@ SnapshotCsvResult write_torch_snapshot_csv(const PickleValue& snapshot, const st
     const StreamId stream = r.stream(e);
     std::uint64_t t = 0;
     if (r.time(e, t)) last_time = t;
+
+    // Note [Released caches]: a run of segment releases is PyTorch giving
+    // its cache back; the replay needs that said, not inferred.
+    const bool release = a == "segment_free" || a == "segment_unmap";
+    if (release && !releasing) {
+      detail::append_number(buf, last_time);
+      buf += ",empty_cache,0,0,";
+      detail::append_number(buf, static_cast<std::uint64_t>(stream));
+      if (options.sites) buf += ',';
+      buf += '\n';
+      ++result.rows;
+    }
+    if (a == "alloc" || a == "free_requested") releasing = false;
+    if (release) releasing = true;
 
     detail::append_number(buf, last_time);
     buf += ',';

@@ -80,6 +80,25 @@ void TraceBuilder::free(std::uintptr_t addr, StreamId stream, std::uint64_t time
   note_no_site();
 }
 
+bool TraceBuilder::add_empty_cache() {
+  if (!trace_.events.empty() && trace_.events.back().op == TraceOp::kEmptyCache) return false;
+  ++trace_.counts.empty_cache;
+  trace_.events.push_back(TraceEvent{0, kNullSlot, 0, TraceOp::kEmptyCache});
+  return true;
+}
+
+void TraceBuilder::empty_cache() {
+  if (!add_empty_cache()) return;
+  note_no_time();
+  note_no_site();
+}
+
+void TraceBuilder::empty_cache(std::uint64_t time_us) {
+  if (!add_empty_cache()) return;
+  note_time(time_us);
+  note_no_site();
+}
+
 void TraceBuilder::note_time(std::uint64_t time_us) {
   // Events before the first time stamp take it (Note [Trace times and sites]).
   if (trace_.time_us.size() + 1 < trace_.events.size()) trace_.time_us.resize(trace_.events.size() - 1, time_us);
@@ -298,7 +317,17 @@ constexpr int kHeaderlessColumns = kSite;
 // not without bound: a quote never closed would swallow the rest of the file.
 constexpr std::size_t kMaxRecord = std::size_t{1} << 20;
 
-enum class Action { kAlloc, kFreeRequested, kFreeCompleted, kSegmentAlloc, kSegmentFree, kOom, kOther, kUnknown };
+enum class Action {
+  kAlloc,
+  kFreeRequested,
+  kFreeCompleted,
+  kSegmentAlloc,
+  kSegmentFree,
+  kEmptyCache,
+  kOom,
+  kOther,
+  kUnknown
+};
 
 Action parse_action(std::string_view s) noexcept {
   if (s == "alloc") return Action::kAlloc;
@@ -306,6 +335,7 @@ Action parse_action(std::string_view s) noexcept {
   if (s == "free_completed") return Action::kFreeCompleted;
   if (s == "segment_alloc") return Action::kSegmentAlloc;
   if (s == "segment_free") return Action::kSegmentFree;
+  if (s == "empty_cache") return Action::kEmptyCache;
   if (s == "oom") return Action::kOom;
   // PyTorch's expandable segments and snapshots: nothing to replay.
   if (s == "segment_map" || s == "segment_unmap" || s == "snapshot") return Action::kOther;
@@ -572,7 +602,8 @@ class Parser {
     const Action action = parse_action(action_text);
     if (action == Action::kUnknown) {
       fail(text, "unknown action '" + std::string(action_text) +
-                     "' (expected alloc, free_requested, free_completed, segment_alloc, segment_free or oom)");
+                     "' (expected alloc, free_requested, free_completed, segment_alloc, segment_free, "
+                     "empty_cache or oom)");
     }
     const std::uint64_t addr = number(text, kAddr, true);
     const std::uint64_t size = number(text, kSize, false);
@@ -603,6 +634,13 @@ class Parser {
       case Action::kFreeCompleted: ++counts.free_completed; break;
       case Action::kSegmentAlloc: ++counts.segment_alloc; break;
       case Action::kSegmentFree: ++counts.segment_free; break;
+      case Action::kEmptyCache:
+        if (timed) {
+          builder_.empty_cache(time_us);
+        } else {
+          builder_.empty_cache();
+        }
+        break;
       case Action::kOom: ++counts.oom; break;
       case Action::kOther: ++counts.other_ignored; break;
       case Action::kUnknown: break;

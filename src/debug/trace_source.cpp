@@ -52,7 +52,8 @@ void validate(const Trace& t) {
   for (std::size_t i = 0; i < n; ++i) {
     const TraceEvent& e = t.events[i];
     GENESIS_CHECK(e.slot < t.num_slots && e.stream < t.streams.size() &&
-                      (e.op == TraceOp::kFree || (e.op == TraceOp::kAlloc && e.slot != kNullSlot)),
+                      (e.op == TraceOp::kFree || (e.op == TraceOp::kAlloc && e.slot != kNullSlot) ||
+                       (e.op == TraceOp::kEmptyCache && e.slot == kNullSlot)),
                   t.source, ": event ", i, " is inconsistent (slot ", e.slot, " of ", t.num_slots, ", stream ", e.stream,
                   " of ", t.streams.size(), ")");
     GENESIS_CHECK(t.event_site.empty() || t.event_site[i] < std::max<std::size_t>(t.sites.size(), 1), t.source,
@@ -241,6 +242,10 @@ class TraceSource final : public MemorySource {
     const TraceEvent& e = trace_.events[i];
     const std::uint64_t t = event_time(i);
     floor_ns_ = t;
+    if (e.op == TraceOp::kEmptyCache) {
+      alloc_->empty_cache();  // Note [Released caches]; the segments it frees are in the statistics
+      return;
+    }
     memory::MemoryEvent rec;
     rec.time_ns = t;
     rec.size = e.size;

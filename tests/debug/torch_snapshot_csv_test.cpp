@@ -69,16 +69,20 @@ TEST_F(SnapshotCsv, EveryAllocatorEntryBecomesALineWithItsRealAddress) {
   EXPECT_EQ(r.device, 0);
   EXPECT_EQ(r.entries, 20u);
   EXPECT_EQ(r.annotations, 1u);
-  EXPECT_EQ(r.rows, 19u);
+  EXPECT_EQ(r.rows, 20u);  // 19 entries and the empty_cache before the run of releases
   const std::vector<std::string> lines = lines_of(read_bytes(path("s.trace.csv")));
-  ASSERT_EQ(lines.size(), 20u);  // the header and 19 rows
+  ASSERT_EQ(lines.size(), 21u);  // the header and 20 rows
   EXPECT_EQ(lines[0], "time_us,action,addr,size,stream");
   EXPECT_EQ(lines[1], "1000,segment_alloc," + std::to_string(kBase) + ",20971520,0");
   EXPECT_EQ(lines[3], "1002,alloc," + std::to_string(kBase + 4096) + ",1001," + std::to_string(kSide));
   EXPECT_EQ(lines[8], "1100,free_requested," + std::to_string(kBase) + ",1000,0");
   EXPECT_EQ(lines[9], "1100,free_completed," + std::to_string(kBase) + ",1000,0");
-  EXPECT_EQ(lines[18], "1203,oom,0,1073741824,0");
-  EXPECT_EQ(lines[19], "1300,segment_free," + std::to_string(kBase) + ",20971520,0");
+  // The segment_unmap and the segment_free after it (no alloc or free
+  // between) are one release of the cache: one empty_cache line before them.
+  EXPECT_EQ(lines[17], "1201,empty_cache,0,0,0");
+  EXPECT_EQ(lines[18], "1201,segment_unmap," + std::to_string(kBase + (20 << 20)) + ",2097152,0");
+  EXPECT_EQ(lines[19], "1203,oom,0,1073741824,0");
+  EXPECT_EQ(lines[20], "1300,segment_free," + std::to_string(kBase) + ",20971520,0");
 }
 
 TEST_F(SnapshotCsv, TheCsvReplaysExactlyAsTheSnapshot) {
@@ -90,7 +94,9 @@ TEST_F(SnapshotCsv, TheCsvReplaysExactlyAsTheSnapshot) {
   const Trace from_csv = read_trace(path("s.trace.csv"));
   const Trace from_pickle = read_trace(in);
   ASSERT_EQ(from_csv.events.size(), from_pickle.events.size());
-  EXPECT_EQ(from_csv.events.size(), 10u);
+  EXPECT_EQ(from_csv.events.size(), 11u);
+  EXPECT_EQ(from_csv.events.back().op, TraceOp::kEmptyCache);
+  EXPECT_EQ(from_csv.counts.empty_cache, 1u);
   for (std::size_t i = 0; i < from_csv.events.size(); ++i) {
     EXPECT_EQ(from_csv.events[i].op, from_pickle.events[i].op) << i;
     EXPECT_EQ(from_csv.events[i].size, from_pickle.events[i].size) << i;

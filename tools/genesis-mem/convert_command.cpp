@@ -52,6 +52,7 @@ int run_convert(const ConvertArgs& args) {
                      {"free_completed", c.free_completed},
                      {"segment_alloc", c.segment_alloc},
                      {"segment_free", c.segment_free},
+                     {"empty_cache", c.empty_cache},
                      {"oom", c.oom},
                      {"other_ignored", c.other_ignored},
                      {"unknown_frees", c.unknown_frees},

@@ -5,8 +5,22 @@
 // gives the allocator's own history ("alloc", "free_requested",
 // "segment_alloc", "segment_free", "oom") plus PyTorch's "free_completed"
 // (and "segment_map", "segment_unmap", "snapshot" of traces recorded with
-// PyTorch's expandable segments). Files may be gzip-compressed; the reader
-// detects that from the magic bytes, not from the name.
+// PyTorch's expandable segments), and "empty_cache" (Note [Released
+// caches]). Files may be gzip-compressed; the reader detects that from the
+// magic bytes, not from the name.
+//
+// Note [Released caches]: a program that calls torch.cuda.empty_cache()
+// (between epochs, before an eval pass) gives its allocator's cached memory
+// back, and the peaks PyTorch reports for that run are lower for it. A
+// replay that kept everything cached would compare Genesis at a disadvantage
+// it does not have in the real program. PyTorch's history shows such a
+// release only as a run of segment_free (or segment_unmap) entries, and a
+// Genesis history records segment_free for pages it unmaps on its own, so
+// the two cannot be told apart in a CSV trace: the release is an action of
+// its own, "empty_cache", which converting a PyTorch snapshot writes before
+// each run of segment_free / segment_unmap entries (genesis-mem convert),
+// and reading a snapshot directly turns into the same event. The replay
+// calls empty_cache() there.
 //
 // Note [Trace slots]: a replay must not spend its time hashing addresses. So
 // read_trace() resolves them once: every `alloc` gets a slot (a small dense
@@ -38,6 +52,8 @@ using memory::StreamId;
 enum class TraceOp : std::uint8_t {
   kAlloc = 0,  ///< allocate `size` bytes into `slot`
   kFree = 1,   ///< free the allocation held in `slot`
+  /// release every cached byte (Note [Released caches]); size and slot 0
+  kEmptyCache = 2,
 };
 
 /// One replayable event, its address already resolved (Note [Trace slots]).
@@ -63,7 +79,10 @@ struct TraceCounts {
   std::uint64_t free_requested = 0;
   std::uint64_t free_completed = 0;  ///< ignored by the replay
   std::uint64_t segment_alloc = 0;   ///< ignored
-  std::uint64_t segment_free = 0;    ///< ignored
+  std::uint64_t segment_free = 0;    ///< ignored (see empty_cache)
+  /// empty_cache events (Note [Released caches]): lines of the action, or
+  /// runs of segment_free / segment_unmap entries in a PyTorch snapshot.
+  std::uint64_t empty_cache = 0;
   std::uint64_t oom = 0;             ///< ignored
   std::uint64_t other_ignored = 0;   ///< segment_map, segment_unmap, snapshot (ignored)
   /// free_requested of an address without a live allocation: kept as a
@@ -80,7 +99,8 @@ struct TraceCounts {
 /// A trace ready for replay.
 ///
 /// Invariants: every event's slot < num_slots and stream < streams.size();
-/// an alloc never uses kNullSlot; a kFree's slot is kNullSlot or was filled by
+/// an alloc never uses kNullSlot; a kEmptyCache has slot kNullSlot, size 0,
+/// stream 0 and never follows another; a kFree's slot is kNullSlot or was filled by
 /// the latest alloc into that slot, which no other free names in between.
 /// time_us and event_site are empty or as long as events; every event_site
 /// entry < sites.size().
@@ -143,6 +163,10 @@ class TraceBuilder {
   // Mixing events with and without time stamps is allowed: an event without
   // one takes the time of the event before it (before the first time stamp:
   // that time stamp). Likewise an event without a site has site 0.
+  /// A release of every cached byte (Note [Released caches]); one right
+  /// after another adds nothing.
+  void empty_cache();
+  void empty_cache(std::uint64_t time_us);
   /// Lines the replay ignores are only counted.
   TraceCounts& counts() noexcept { return trace_.counts; }
 
@@ -153,6 +177,7 @@ class TraceBuilder {
   std::uint16_t stream_index(StreamId stream);
   void add_alloc(std::uintptr_t addr, std::uint64_t size, StreamId stream);
   void add_free(std::uintptr_t addr, StreamId stream);
+  bool add_empty_cache();  // false: the event before was one already
   void note_time(std::uint64_t time_us);  // after the event was pushed
   void note_no_time();
   void note_site(std::string_view site);  // likewise
