@@ -30,6 +30,12 @@ void throw_out_of_memory(const char* file, int line, const std::string& msg) {
   throw OutOfMemoryError(msg, file, line);
 }
 
+std::string format_address(unsigned long long value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", value);
+  return buf;
+}
+
 std::string format_bytes(unsigned long long bytes) {
   static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   if (bytes < 1024) return std::to_string(bytes) + " B";

@@ -1,7 +1,6 @@
 // Chrome trace / Perfetto timelines (the JSON "traceEvents" format that
 // chrome://tracing and ui.perfetto.dev open).
 #include <algorithm>
-#include <cstdio>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -10,18 +9,13 @@
 
 namespace genesis::debug {
 
+using genesis::detail::format_address;
 using nlohmann::json;
 
 namespace {
 
 double micros(std::uint64_t t_ns, std::uint64_t first_ns) {
   return t_ns >= first_ns ? static_cast<double>(t_ns - first_ns) * 1e-3 : 0.0;
-}
-
-std::string hex(std::uintptr_t a) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(a));
-  return buf;
 }
 
 json process_name(int pid, const std::string& name) {
@@ -74,7 +68,7 @@ std::string chrome_trace_json(const std::vector<memory::MemoryEvent>& events, co
                        {"dur", micros(e.time_ns, start_ns)},
                        {"pid", 0},
                        {"tid", tid},
-                       {"args", {{"size", e.size}, {"block_size", e.block_size}, {"address", hex(e.address)},
+                       {"args", {{"size", e.size}, {"block_size", e.block_size}, {"address", format_address(e.address)},
                                  {"stream", e.stream}}}});
         break;
       }
@@ -112,7 +106,7 @@ std::string chrome_trace_json(const std::vector<memory::MemoryEvent>& events, co
                    {"ts", micros(e.time_ns, first)},
                    {"pid", 0},
                    {"tid", e.thread},
-                   {"args", {{"size", e.size}, {"block_size", e.block_size}, {"address", hex(e.address)},
+                   {"args", {{"size", e.size}, {"block_size", e.block_size}, {"address", format_address(e.address)},
                              {"stream", e.stream}, {"cache_hit", e.cache_hit}, {"live_at_end", true}}}});
   }
   return json{{"traceEvents", std::move(out)}, {"displayTimeUnit", "ms"}}.dump();

@@ -114,23 +114,6 @@ Upstream make_upstream(const Trace& trace, const ReplayConfig& config, Allocator
   return up;
 }
 
-// Checks the invariants of Trace (trace.h) once, so the loop can index
-// without bounds checks even for a Trace built by hand.
-void validate(const Trace& trace) {
-  GENESIS_CHECK(trace.num_slots >= 1, trace.source, ": a trace needs num_slots >= 1 (slot 0 is the null slot)");
-  for (std::size_t i = 0; i < trace.events.size(); ++i) {
-    const TraceEvent& e = trace.events[i];
-    GENESIS_CHECK(e.slot < trace.num_slots && e.stream < trace.streams.size() &&
-                      (e.op == TraceOp::kFree || (e.op == TraceOp::kAlloc && e.slot != kNullSlot) ||
-                       (e.op == TraceOp::kEmptyCache && e.slot == kNullSlot)),
-                  trace.source, ": event ", i, " is inconsistent (slot ", e.slot, " of ", trace.num_slots, ", stream ",
-                  e.stream, " of ", trace.streams.size(), ")");
-  }
-  for (const std::uint32_t s : trace.live_at_end_slots) {
-    GENESIS_CHECK(s < trace.num_slots && s != kNullSlot, trace.source, ": live_at_end slot ", s, " is out of range");
-  }
-}
-
 // The timed loop: nothing but allocator calls. Never inlined, so that a
 // profiler can count it alone (bench/alloc_icount.sh: callgrind's
 // --toggle-collect); one call per progress step costs nothing measurable.
@@ -241,7 +224,7 @@ ReplayResult run_once(const Trace& trace, const ReplayConfig& config, const Repl
 
 ReplayResult replay(const Trace& trace, const ReplayConfig& config, const ReplayOptions& options) {
   GENESIS_CHECK(options.repeat >= 1, "replay: repeat must be at least 1, got ", options.repeat);
-  validate(trace);
+  check_trace(trace);  // the loop indexes without bounds checks, even for a Trace built by hand
   GENESIS_CHECK(options.warmup >= -1, "replay: warmup must be -1 (auto) or at least 0, got ", options.warmup);
   // Auto on the simulated device: untimed runs for at least kReplayAutoWarmup
   // of wall time (one run of the GPT-2 trace takes ~0.5 ms: one alone is too

@@ -80,6 +80,29 @@ void TraceBuilder::free(std::uintptr_t addr, StreamId stream, std::uint64_t time
   note_no_site();
 }
 
+void check_trace(const Trace& t) {
+  const std::size_t n = t.events.size();
+  GENESIS_CHECK(t.num_slots >= 1, t.source, ": a trace needs num_slots >= 1 (slot 0 is the null slot)");
+  GENESIS_CHECK(!t.streams.empty() || n == 0, t.source, ": a trace with events needs at least one stream");
+  GENESIS_CHECK(t.time_us.empty() || t.time_us.size() == n, t.source, ": time_us has ", t.time_us.size(),
+                " entries for ", n, " events");
+  GENESIS_CHECK(t.event_site.empty() || t.event_site.size() == n, t.source, ": event_site has ", t.event_site.size(),
+                " entries for ", n, " events");
+  for (std::size_t i = 0; i < n; ++i) {
+    const TraceEvent& e = t.events[i];
+    GENESIS_CHECK(e.slot < t.num_slots && e.stream < t.streams.size() &&
+                      (e.op == TraceOp::kFree || (e.op == TraceOp::kAlloc && e.slot != kNullSlot) ||
+                       (e.op == TraceOp::kEmptyCache && e.slot == kNullSlot)),
+                  t.source, ": event ", i, " is inconsistent (slot ", e.slot, " of ", t.num_slots, ", stream ", e.stream,
+                  " of ", t.streams.size(), ")");
+    GENESIS_CHECK(t.event_site.empty() || t.event_site[i] < std::max<std::size_t>(t.sites.size(), 1), t.source,
+                  ": event ", i, " names site ", t.event_site[i], " of ", t.sites.size());
+  }
+  for (const std::uint32_t s : t.live_at_end_slots) {
+    GENESIS_CHECK(s < t.num_slots && s != kNullSlot, t.source, ": live_at_end slot ", s, " is out of range");
+  }
+}
+
 bool TraceBuilder::add_empty_cache() {
   if (!trace_.events.empty() && trace_.events.back().op == TraceOp::kEmptyCache) return false;
   ++trace_.counts.empty_cache;

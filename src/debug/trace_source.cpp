@@ -41,32 +41,12 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-void validate(const Trace& t) {
-  const std::size_t n = t.events.size();
-  GENESIS_CHECK(t.num_slots >= 1, t.source, ": a trace needs num_slots >= 1 (slot 0 is the null slot)");
-  GENESIS_CHECK(!t.streams.empty() || n == 0, t.source, ": a trace with events needs at least one stream");
-  GENESIS_CHECK(t.time_us.empty() || t.time_us.size() == n, t.source, ": time_us has ", t.time_us.size(),
-                " entries for ", n, " events");
-  GENESIS_CHECK(t.event_site.empty() || t.event_site.size() == n, t.source, ": event_site has ", t.event_site.size(),
-                " entries for ", n, " events");
-  for (std::size_t i = 0; i < n; ++i) {
-    const TraceEvent& e = t.events[i];
-    GENESIS_CHECK(e.slot < t.num_slots && e.stream < t.streams.size() &&
-                      (e.op == TraceOp::kFree || (e.op == TraceOp::kAlloc && e.slot != kNullSlot) ||
-                       (e.op == TraceOp::kEmptyCache && e.slot == kNullSlot)),
-                  t.source, ": event ", i, " is inconsistent (slot ", e.slot, " of ", t.num_slots, ", stream ", e.stream,
-                  " of ", t.streams.size(), ")");
-    GENESIS_CHECK(t.event_site.empty() || t.event_site[i] < std::max<std::size_t>(t.sites.size(), 1), t.source,
-                  ": event ", i, " names site ", t.event_site[i], " of ", t.sites.size());
-  }
-}
-
 class TraceSource final : public MemorySource {
  public:
   TraceSource(Trace trace, const TraceSourceOptions& options) : trace_(std::move(trace)), speed_(options.speed) {
     GENESIS_CHECK(std::isfinite(speed_) && speed_ >= 0, "trace source: speed must be 0 (max) or positive, got ",
                   speed_);
-    validate(trace_);
+    check_trace(trace_);
     const ReplayConfig config = make_replay_config(options.config, ReplayDevice::kSimulated, options.capacity);
     config_name_ = config.name;
     capacity_ = config.capacity != 0 ? config.capacity : default_simulated_capacity(trace_);

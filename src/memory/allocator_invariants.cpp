@@ -31,8 +31,6 @@
 // The hot path changes a block between allocated and thread-cached without
 // the mutex, so only their sum is checked while other threads may run.
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -41,6 +39,7 @@
 
 namespace genesis::memory {
 
+using genesis::detail::format_address;
 using detail::Block;
 using detail::BlockState;
 using detail::Segment;
@@ -48,11 +47,6 @@ using detail::ThreadCache;
 
 namespace {
 
-std::string hex(std::uintptr_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIxPTR, v);
-  return buf;
-}
 
 const char* state_name(BlockState s) {
   switch (s) {
@@ -92,12 +86,12 @@ void check_thread_cache(int arena, std::uint8_t arena_index, const ThreadCache& 
     for (const Block* b = list.head; b != nullptr; b = b->cache_next) {
       if (++n > list.count) broken(arena, who + ": a " + what + " list holds more blocks than its count");
       if (b->load_state() != BlockState::kThreadCached)
-        broken(arena, who + ": holds the " + state_name(b->load_state()) + " block " + hex(b->addr));
+        broken(arena, who + ": holds the " + state_name(b->load_state()) + " block " + format_address(b->addr));
       if (b->arena != arena_index) broken(arena, who + ": holds a block of arena " + std::to_string(b->arena));
       if (b->size != size || b->stream != stream)
-        broken(arena, who + ": block " + hex(b->addr) + " of " + std::to_string(b->size) + " bytes in the list of " +
+        broken(arena, who + ": block " + format_address(b->addr) + " of " + std::to_string(b->size) + " bytes in the list of " +
                           std::to_string(size));
-      if (!seen.insert(b).second) broken(arena, who + ": block " + hex(b->addr) + " is cached twice");
+      if (!seen.insert(b).second) broken(arena, who + ": block " + format_address(b->addr) + " is cached twice");
       own[b->pool] += static_cast<std::int64_t>(b->size);
     }
     if (n != list.count) broken(arena, who + ": a " + what + " list holds fewer blocks than its count");
@@ -145,7 +139,7 @@ void detail::Arena::check_arena_invariants(bool include_thread_caches) const {  
   // Segments and their blocks.
   std::size_t expandable_seen = 0;
   for (const Segment* seg = pool_.segments(); seg != nullptr; seg = seg->next_seg) {
-    const std::string where = "segment " + hex(seg->addr);
+    const std::string where = "segment " + format_address(seg->addr);
     if (seg->next_seg != nullptr && seg->next_seg->prev_seg != seg) broken(arena, where + ": broken segment links");
     if (seg == pool_.segments() && seg->prev_seg != nullptr) broken(arena, where + ": the first segment has a predecessor");
     const int p = seg->pool;
@@ -155,8 +149,8 @@ void detail::Arena::check_arena_invariants(bool include_thread_caches) const {  
     if (b == nullptr || b->prev != nullptr) broken(arena, where + ": no first block, or one with a predecessor");
     std::uintptr_t at = seg->addr;
     for (const Block* prev = nullptr; b != nullptr; prev = b, b = b->next) {
-      const std::string blk = where + ", block " + hex(b->addr);
-      if (b->addr != at) broken(arena, blk + ": expected at " + hex(at) + " (blocks must tile the segment)");
+      const std::string blk = where + ", block " + format_address(b->addr);
+      if (b->addr != at) broken(arena, blk + ": expected at " + format_address(at) + " (blocks must tile the segment)");
       if (b->prev != prev) broken(arena, blk + ": its prev link disagrees with its neighbour's next");
       if (b->segment != seg || b->pool != seg->pool || b->stream != seg->stream)
         broken(arena, blk + ": names another segment, pool or stream than the one holding it");
@@ -185,7 +179,7 @@ void detail::Arena::check_arena_invariants(bool include_thread_caches) const {  
       at = b->addr + b->size;
     }
     if (at != seg->addr + seg->size)
-      broken(arena, where + ": blocks end at " + hex(at) + ", the segment at " + hex(seg->addr + seg->size));
+      broken(arena, where + ": blocks end at " + format_address(at) + ", the segment at " + format_address(seg->addr + seg->size));
     if (!seg->expandable) {
       t.reserved[p] += static_cast<std::int64_t>(seg->size);
       continue;
@@ -221,7 +215,7 @@ void detail::Arena::check_arena_invariants(bool include_thread_caches) const {  
       for (std::size_t i = first; i < end; ++i)
         if (i >= seg->mapped_limit || seg->mapped[i] == 0)
           broken(arena, where + ": page " + std::to_string(i) + " under the " + state_name(x->load_state()) +
-                            " block " + hex(x->addr) + " is not mapped");
+                            " block " + format_address(x->addr) + " is not mapped");
     }
   }
   if (expandable_seen != expandable_.segments().size())
@@ -263,14 +257,14 @@ void detail::Arena::check_arena_invariants(bool include_thread_caches) const {  
   for (const PendingEvent& pe : pending_) {
     if (pe.block->load_state() != BlockState::kPending)
       broken(arena, "a pending event names the " + std::string(state_name(pe.block->load_state())) + " block " +
-                        hex(pe.block->addr));
+                        format_address(pe.block->addr));
     auto it = std::find_if(waits.begin(), waits.end(), [&](const auto& w) { return w.first == pe.block; });
     if (it == waits.end()) waits.emplace_back(pe.block, 1);
     else ++it->second;
   }
   for (const auto& [b, n] : waits)
     if (b->pending_events != n)
-      broken(arena, "block " + hex(b->addr) + " waits for " + std::to_string(b->pending_events) + " events, " +
+      broken(arena, "block " + format_address(b->addr) + " waits for " + std::to_string(b->pending_events) + " events, " +
                         std::to_string(n) + " are pending");
 
   if (!include_thread_caches) return;

@@ -2,7 +2,6 @@
 // and fraction caps, warm-up), out-of-memory reports, and the arena's part of
 // the event history (detail/event_recorder.h).
 #include <algorithm>
-#include <cinttypes>
 #include <cstdio>
 #include <vector>
 
@@ -180,6 +179,7 @@ void detail::Arena::throw_oom(std::size_t bytes, StreamId stream, const std::str
   if (events_.on())
     record_event(nullptr, EventAction::kOOM, info.free_bytes, bytes, detail::round_size(bytes), stream, 0, false);
   const MemoryStats s = stats_locked();
+  using genesis::detail::format_address;
   using genesis::detail::format_bytes;
   const auto allocated = static_cast<unsigned long long>(s.allocated_bytes[kStatAggregate].current);
   const auto reserved = static_cast<unsigned long long>(s.reserved_bytes[kStatAggregate].current);
@@ -187,11 +187,7 @@ void detail::Arena::throw_oom(std::size_t bytes, StreamId stream, const std::str
   msg += upstream_->is_cuda() ? "CUDA OOM: " : "Out of memory (" + upstream_->name() + "): ";
   msg += "tried to allocate " + format_bytes(bytes) + " (" + std::to_string(bytes) + " bytes) on " +
          upstream_->name();
-  if (stream != 0) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "0x%" PRIxPTR, stream);
-    msg += " stream " + std::string(buf);
-  }
+  if (stream != 0) msg += " stream " + format_address(stream);
   msg += "; " + why + ".\n";
   msg += "  Device: " + format_bytes(info.total_bytes) + " total, " + format_bytes(info.free_bytes) + " free.\n";
   // One decimal: to_string(x).substr(0, 4) printed "100.%" for 100% and

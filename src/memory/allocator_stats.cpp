@@ -2,7 +2,6 @@
 // How the numbers are kept: Note [Statistics] in
 // genesis/memory/detail/allocator_statistics.h.
 #include <algorithm>
-#include <cinttypes>
 #include <cstdio>
 #include <mutex>
 #include <set>
@@ -11,6 +10,8 @@
 #include "genesis/memory/caching_allocator.h"
 
 namespace genesis::memory {
+
+using genesis::detail::format_address;
 
 using detail::Block;
 using detail::BlockState;
@@ -171,9 +172,7 @@ AllocationInfo allocation_info_of(const Block& b) {
   if (b.get_location() != nullptr) {
     a.location = b.get_location();
   } else {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "0x%" PRIxPTR, b.addr);
-    a.location = buf;
+    a.location = format_address(b.addr);
   }
   return a;
 }

@@ -8,14 +8,13 @@
 
 #include <algorithm>
 #include <bit>
-#include <cinttypes>
-#include <cstdio>
 #include <thread>
 
 #include "genesis/memory/detail/allocator_registry.h"
 
 namespace genesis::memory {
 
+using genesis::detail::format_address;
 using detail::Block;
 using detail::BlockState;
 using detail::PoolId;
@@ -35,11 +34,6 @@ PoolId pool_for(std::size_t rounded) noexcept {
   return rounded <= detail::kSmallLimit ? detail::kSmallPool : detail::kLargePool;
 }
 
-std::string hex(std::uintptr_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIxPTR, v);
-  return buf;
-}
 
 }  // namespace
 
@@ -547,9 +541,9 @@ void detail::Arena::report_bad_free(std::uintptr_t addr) const {
     for (const Segment* seg = a.pool_.segments(); seg != nullptr && !inside; seg = seg->next_seg)
       inside = addr > seg->addr && addr < seg->addr + seg->size;
   });
-  GENESIS_CHECK(!inside, "cannot free ", hex(addr), ": it points inside a segment of allocator '", upstream_->name(),
+  GENESIS_CHECK(!inside, "cannot free ", format_address(addr), ": it points inside a segment of allocator '", upstream_->name(),
                 "' but is not the start of an allocation");
-  GENESIS_CHECK(false, "cannot free ", hex(addr), ": this pointer was not allocated by the caching allocator of '",
+  GENESIS_CHECK(false, "cannot free ", format_address(addr), ": this pointer was not allocated by the caching allocator of '",
                 upstream_->name(), "'");
   std::abort();  // not reached: GENESIS_CHECK(false, ...) throws
 }
@@ -570,7 +564,7 @@ void detail::Arena::report_bad_free(std::uintptr_t addr) const {
     report_bad_free(addr);
   }
   const BlockState state = b->load_state();
-  GENESIS_CHECK(state == BlockState::kAllocated, "double free of ", hex(b->addr), " (", b->size,
+  GENESIS_CHECK(state == BlockState::kAllocated, "double free of ", format_address(b->addr), " (", b->size,
                 " bytes) on allocator '", upstream_->name(), "': the block is already ",
                 state == BlockState::kPending ? "freed (waiting for stream work)" : "free");
 

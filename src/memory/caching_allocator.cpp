@@ -3,8 +3,6 @@
 //
 // Arenas: Note [Arenas] in genesis/memory/detail/arena_set.h.
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 #include <string>
 
 #include "genesis/memory/caching_allocator.h"
@@ -12,19 +10,10 @@
 
 namespace genesis::memory {
 
+using genesis::detail::format_address;
 using detail::Block;
 using detail::BlockState;
 using detail::ThreadCache;
-
-namespace {
-
-std::string hex(std::uintptr_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIxPTR, v);
-  return buf;
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------------------
 // Construction
@@ -66,7 +55,7 @@ void CachingAllocator::record_stream(void* ptr, StreamId stream) {
     if (std::find(b.stream_uses->begin(), b.stream_uses->end(), stream) == b.stream_uses->end())
       b.stream_uses->push_back(stream);
   });
-  GENESIS_CHECK(live, "record_stream: ", hex(addr), " is not a live allocation of allocator '", arena0_.upstream_->name(),
+  GENESIS_CHECK(live, "record_stream: ", format_address(addr), " is not a live allocation of allocator '", arena0_.upstream_->name(),
                 "'");
 }
 
@@ -77,7 +66,7 @@ bool CachingAllocator::owns(const void* ptr) const noexcept {
 std::size_t CachingAllocator::allocation_size(const void* ptr) const {
   const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
   std::size_t size = 0;
-  GENESIS_CHECK(arenas_.with_live_block(addr, [&](const Block& b) { size = b.size; }), "allocation_size: ", hex(addr),
+  GENESIS_CHECK(arenas_.with_live_block(addr, [&](const Block& b) { size = b.size; }), "allocation_size: ", format_address(addr),
                 " is not a live allocation of allocator '", arena0_.upstream_->name(), "'");
   return size;
 }

@@ -100,6 +100,9 @@ std::string str_cat(Args&&... args) {
 /// Human-readable byte count: "1.50 GiB", "512 B".
 std::string format_bytes(unsigned long long bytes);
 
+/// An address or handle as messages print it: "0x7f12...", lower-case hex.
+std::string format_address(unsigned long long value);
+
 }  // namespace detail
 }  // namespace genesis
 

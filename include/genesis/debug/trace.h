@@ -201,6 +201,12 @@ class TraceBuilder {
 /// blanks, empty frames dropped.
 std::string normalize_site(std::string_view site);
 
+/// Checks the invariants of Trace above (a Trace built by hand may break
+/// them): throws InvalidArgumentError naming the first broken one. The
+/// replay and the trace source index slots and streams without bounds
+/// checks after it.
+void check_trace(const Trace& trace);
+
 /// Reads a trace file: CSV, plain or gzip-compressed (detected from the
 /// magic bytes), streamed in chunks so that a large trace is never held as
 /// text. The header is optional (without one the columns are
