@@ -11,6 +11,7 @@
 #   tests.log      genesis_gpu_tests + genesis_tests + pytest python/tests output
 #   sanitizer.log  compute-sanitizer --tool memcheck on genesis_gpu_tests
 #   bench.log      scripts/bench_alloc_gpu.sh output (it may write more into $OUT)
+#   corpus.log     the trace corpus on the GPU (genesis-mem replay --corpus; PyTorch and cudaMallocAsync per trace)
 #   summary.txt    the table printed at the end
 #   <test>.xml     GoogleTest XML reports, only with GENESIS_GTEST_XML=1
 #   copy.log       bench/torch_copy_bench (storage copies, Genesis and PyTorch)
@@ -21,7 +22,7 @@
 #
 # GENESIS_DEVICE_TARGETS (space list, default all) builds only those targets.
 # GENESIS_DEVICE_STAGES (comma list, default all) picks the stages after the
-# build: tests, python, sanitizer, bench, replay, copy, tensor, pybench, debugger. GENESIS_SANITIZER_FILTER is
+# build: tests, python, sanitizer, bench, replay, corpus, copy, tensor, pybench, debugger. GENESIS_SANITIZER_FILTER is
 # the gtest filter for the compute-sanitizer run (default: everything but the
 # exhaustive suites, which take minutes under memcheck).
 # Every stage runs even if an earlier one failed (as far as it can); the exit
@@ -42,7 +43,7 @@ done
 export PATH
 
 STAGES=(); RESULTS=(); NOTES=()
-WANT="${GENESIS_DEVICE_STAGES:-tests,python,sanitizer,bench,replay,copy,tensor,pybench,debugger}"
+WANT="${GENESIS_DEVICE_STAGES:-tests,python,sanitizer,bench,replay,corpus,copy,tensor,pybench,debugger}"
 want() { [[ ",$WANT," == *",$1,"* ]]; }
 SAN_FILTER="${GENESIS_SANITIZER_FILTER:--*Exhaustive*}"
 record() { STAGES+=("$1"); RESULTS+=("$2"); NOTES+=("${3:-}"); echo "[$1] $2 ${3:-}"; }
@@ -252,6 +253,36 @@ elif [[ -x "$BUILD/genesis-mem" && -f $TRACE ]]; then
 else
   echo "genesis-mem or the trace is missing" | tee -a "$OUT/replay.log"
   record replay FAIL "genesis-mem not built or trace missing"
+fi
+
+# ---------------------------------------------------------------- corpus ---
+# The recorded corpus (data/traces/corpus) on the GPU: every Genesis
+# configuration through genesis-mem, and the same events through PyTorch
+# (native, expandable segments) and cudaMallocAsync, trace by trace, in one
+# run. Output: corpus.log.
+log "corpus: data/traces/corpus"
+CORPUS="$ROOT/data/traces/corpus"
+if ! want corpus; then
+  echo "skipped (GENESIS_DEVICE_STAGES=$WANT)"
+elif [[ -x "$BUILD/genesis-mem" && -d $CORPUS ]]; then
+  : >"$OUT/corpus.log"
+  ok=1
+  "$BUILD/genesis-mem" replay --corpus "$CORPUS" --device cuda --compare --no-progress 2>&1 | tee -a "$OUT/corpus.log" || ok=0
+  if [[ -x "$BUILD/torch_replay_bench" ]]; then
+    for t in "$CORPUS"/*.trace.csv.gz; do
+      echo "TRACE $(basename "$t" .trace.csv.gz)" | tee -a "$OUT/corpus.log"
+      for conf in "" "expandable_segments:True"; do
+        PYTORCH_CUDA_ALLOC_CONF="$conf" "$BUILD/torch_replay_bench" "$t" --allocator pytorch 2>&1 | tee -a "$OUT/corpus.log" || ok=0
+      done
+      "$BUILD/torch_replay_bench" "$t" --allocator cudaMallocAsync 2>&1 | tee -a "$OUT/corpus.log" || ok=0
+    done
+  else
+    echo "torch_replay_bench not built" | tee -a "$OUT/corpus.log"
+  fi
+  if [[ $ok -eq 1 ]]; then record corpus PASS; else record corpus FAIL "see corpus.log"; fi
+else
+  echo "genesis-mem or the corpus is missing" | tee -a "$OUT/corpus.log"
+  record corpus FAIL "genesis-mem not built or corpus missing"
 fi
 
 # ------------------------------------------------------------------ copy ---

@@ -74,12 +74,12 @@ def memory_figures(name):
         s = gt.memory_stats()
         reserved, allocated = s["reserved_bytes.all.peak"], s["allocated_bytes.all.peak"]
         extra = {"num_alloc_retries": s["num_alloc_retries"], "segments": s["segment.all.current"],
-                 "num_device_alloc": s["num_device_alloc"]}
+                 "num_device_alloc": s["num_device_alloc"], "peak_requested": s.get("requested_bytes.all.peak")}
     else:
         s = torch.cuda.memory_stats()
         reserved, allocated = s["reserved_bytes.all.peak"], s["allocated_bytes.all.peak"]
         extra = {"num_alloc_retries": s.get("num_alloc_retries", 0), "segments": s.get("segment.all.current", 0),
-                 "num_device_alloc": s.get("num_device_alloc", 0)}
+                 "num_device_alloc": s.get("num_device_alloc", 0), "peak_requested": s.get("requested_bytes.all.peak")}
     free, total = torch.cuda.mem_get_info()
     return {"peak_reserved": reserved, "peak_allocated": allocated,
             "reserved_per_allocated": round(reserved / allocated, 4) if allocated else None,
