@@ -327,7 +327,7 @@ inline Block* Arena::hot_free_path(ThreadCache* tc, Block* b) noexcept {
   list->head = b;
   ++list->count;
   sc->large_blocks += b->size > kSmallLimit ? 1u : 0u;
-  AllocatorStatistics::note_hot_free(tc, p, size, b->get_requested());
+  AllocatorStatistics::note_hot_free(tc, p, size, b);
   return nullptr;
 }
 
