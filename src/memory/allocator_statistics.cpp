@@ -42,7 +42,7 @@ AllocatorStatistics::Current AllocatorStatistics::current(const std::vector<Thre
     for (const ThreadCache* tc : caches) {
       tc_cached += tc->cached_bytes[p].get();
       tc_blocks_allocs += tc->num_allocs[p].get();
-      tc_frees += tc->num_frees[p].get();
+      tc_frees += tc->num_frees[p].get() - tc->frees_folded[p];
       tc_req += tc->requested_delta[p].get();
       tc_total += tc->total_allocated[p].get();
     }
@@ -89,7 +89,8 @@ void AllocatorStatistics::retire(const ThreadCache& tc, const std::vector<Thread
                                  const InactiveSplit& split) {
   for (int p = 0; p < kNumPools; ++p) {
     retired_allocs_[p] += tc.num_allocs[p].get();
-    retired_frees_[p] += tc.num_frees[p].get();
+    retired_frees_[p] += tc.num_frees[p].get() - tc.frees_folded[p];
+    live_folded_[p] -= tc.frees_folded[p];  // now in the retired counts
     retired_requested_[p] += tc.requested_delta[p].get();
     retired_total_allocated_[p] += tc.total_allocated[p].get();
   }

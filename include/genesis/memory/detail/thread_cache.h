@@ -301,6 +301,10 @@ class alignas(64) ThreadCache {
   // on the hot path, hence atomic. Owned by ring_owner.
   std::atomic<EventRing*> ring{nullptr};
   std::unique_ptr<EventRing> ring_owner;
+  // Frees added to num_frees when the slow path folded this thread's live
+  // count into the arena's (Note [Folding the threads' counters]); written
+  // and read under the arena's mutex only. True frees = num_frees - this.
+  std::int64_t frees_folded[kNumPools] = {};
 
   std::int64_t cached_total() const noexcept { return cached_bytes[0].get() + cached_bytes[1].get(); }
 
