@@ -5,6 +5,7 @@
 
 #include "genesis/core/error.h"
 #include "genesis/cuda/device.h"
+#include "genesis/cuda/device_properties.h"
 #include "genesis/cuda/memops.h"
 #include "genesis/cuda/runtime.h"
 #include "genesis/cuda/vmm.h"
@@ -24,6 +25,7 @@ CudaDeviceResource::CudaDeviceResource(int device) : device_(validated(device)) 
   const char* no_vmm = std::getenv("GENESIS_NO_VMM");
   vmm_ = !(no_vmm != nullptr && no_vmm[0] == '1') && cuda::vmm::available(device_);
   if (vmm_) page_size_ = cuda::vmm::granularity(device_);
+  total_bytes_ = cuda::get_device_properties(device_).total_memory;
 }
 
 CudaDeviceResource::~CudaDeviceResource() {
@@ -95,6 +97,11 @@ MemInfo CudaDeviceResource::mem_info() const {
 
 void* CudaDeviceResource::do_allocate(std::size_t bytes) {
   GENESIS_CHECK(bytes > 0, "CudaDeviceResource::allocate: size must be positive");
+  // More than the whole device can never succeed: say so without asking the
+  // driver, whose failed cudaMalloc leaves a sticky-looking error behind and
+  // shows up as an API error in every compute-sanitizer run of a program that
+  // merely tests its out-of-memory handling.
+  if (bytes > total_bytes_) return nullptr;
   cuda::DeviceGuard guard(device_);
   return cuda::malloc_device(bytes);  // nullptr when exhausted: the caching allocator frees its cache and retries
 }

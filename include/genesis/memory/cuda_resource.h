@@ -72,6 +72,7 @@ class CudaDeviceResource final : public UpstreamResource {
   cuda::EventPool events_;
   bool vmm_ = false;
   std::size_t page_size_ = std::size_t{2} << 20;
+  std::size_t total_bytes_ = 0;  // the device's memory: no single allocation can exceed it
   std::mutex vmm_mutex_;
   struct Chunk {
     unsigned long long handle = 0;
