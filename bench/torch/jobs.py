@@ -81,8 +81,12 @@ def memory_figures(name):
         extra = {"num_alloc_retries": s.get("num_alloc_retries", 0), "segments": s.get("segment.all.current", 0),
                  "num_device_alloc": s.get("num_device_alloc", 0), "peak_requested": s.get("requested_bytes.all.peak")}
     free, total = torch.cuda.mem_get_info()
+    requested = extra.get("peak_requested")
     return {"peak_reserved": reserved, "peak_allocated": allocated,
             "reserved_per_allocated": round(reserved / allocated, 4) if allocated else None,
+            # The same requests under every allocator: the fairest denominator
+            # (allocated counts each allocator's own rounding).
+            "reserved_per_requested": round(reserved / requested, 4) if requested else None,
             "device_used_end": total - free, **extra}
 
 
@@ -363,7 +367,7 @@ def main():
                 rows.append(row)
                 print(json.dumps(row), flush=True)
         print(table(rows, ["job", "allocator", "ok", "steps_per_s", "peak_reserved_mib", "peak_allocated_mib",
-                           "reserved_per_allocated", "device_used_end_mib", "wall_seconds"]))
+                           "reserved_per_allocated", "reserved_per_requested", "device_used_end_mib", "wall_seconds"]))
         if args.out:
             with open(args.out, "w") as f:
                 json.dump(rows, f, indent=1)
