@@ -96,15 +96,20 @@ def test_record_stream_keeps_a_block_from_being_reused_early():
         ptr = x.data_ptr()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
+            # z first, and a copy: some operations (an allocation of a new
+            # segment, out= arithmetic) wait for the stream, which would end
+            # the sleep before the test begins.
+            z = torch.empty_like(x)
             torch.cuda._sleep(200_000_000)   # the side stream is busy...
-            z = x * 2                         # ...then reads x
+            z.copy_(x)                        # ...then reads x
+        assert not side.query(), "the side stream finished too early: the test proves nothing"
         x.record_stream(side)
         del x
         y = torch.empty(n, device="cuda")     # same size, same stream as x
         assert y.data_ptr() != ptr, "x's block was handed out while the side stream still used it"
         y.fill_(7.0)
         torch.cuda.synchronize()
-        assert bool((z == 6.0).all()), z[:4]
+        assert bool((z == 3.0).all()), z[:4]
         # Without cross-stream use a block is reused on its stream at once.
         t = torch.empty(n, device="cuda"); p = t.data_ptr(); del t
         assert torch.empty(n, device="cuda").data_ptr() == p
