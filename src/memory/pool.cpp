@@ -57,6 +57,8 @@ Block* Pool::take(Block* b, std::size_t rounded) {
 }
 
 Block* Pool::give_back(Block* b, bool touch) {
+  // Work queued before this free may still use b's memory.
+  b->segment->settled = false;
   // Invariant: two free blocks are never neighbours, so at most one merge on
   // each side. A neighbour is of the same segment, hence stream: the merged
   // block goes to the table the neighbour left.

@@ -231,6 +231,19 @@ void SimulatedDevice::complete_work(StreamId stream) {
   s.completed = s.submitted;
 }
 
+void SimulatedDevice::synchronize_stream(StreamId stream) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++num_stream_syncs_;
+  }
+  complete_work(stream);
+}
+
+std::size_t SimulatedDevice::num_stream_syncs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return num_stream_syncs_;
+}
+
 void SimulatedDevice::complete_all() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (Stream& s : streams_) s.completed = s.submitted;

@@ -133,5 +133,32 @@ TEST_F(AllocatorChunksTest, RefusedChunkIsMappedAPagePerChunk) {
   EXPECT_EQ(a_->compact(), 40 * MiB);  // page chunks are released like any others
 }
 
+
+// Note [Settled segments]: unmapping waits for the segment's stream only if
+// a block went back to the pool since the last wait.
+TEST_F(AllocatorChunksTest, UnmappingWaitsForTheStreamOnlyAfterAFree) {
+  CachingAllocator& a = make(64);
+  void* p1 = a.allocate(40 * MiB);  // two chunks of 20 pages, far apart
+  void* gap = a.allocate(2 * MiB);
+  void* p2 = a.allocate(40 * MiB);
+  a.deallocate(p1);
+  a.deallocate(p2);
+  EXPECT_EQ(sim_->num_stream_syncs(), 0u);
+  void* q1 = a.allocate(10 * MiB);  // splits p1's chunk: waits for the frees above
+  EXPECT_EQ(sim_->num_chunks_unmapped(), 1u);
+  EXPECT_EQ(sim_->num_stream_syncs(), 1u);
+  void* q2 = a.allocate(34 * MiB);  // splits p2's (too large for p1's rest): nothing was freed since the wait
+  EXPECT_EQ(sim_->num_chunks_unmapped(), 2u);
+  EXPECT_EQ(sim_->num_stream_syncs(), 1u);
+  a.deallocate(q1);  // a free: the next unmap waits again
+  EXPECT_EQ(a.compact(), 10 * MiB);
+  EXPECT_EQ(sim_->num_stream_syncs(), 2u);
+  a.deallocate(q2);
+  a.deallocate(gap);
+  EXPECT_GT(a.compact(), 0u);
+  EXPECT_EQ(sim_->num_stream_syncs(), 3u);
+  EXPECT_EQ(reserved(), 0);
+}
+
 }  // namespace
 }  // namespace genesis::memory

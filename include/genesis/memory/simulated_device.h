@@ -115,8 +115,10 @@ class SimulatedDevice final : public UpstreamResource {
   /// Events recorded and not yet released (tests check that none leak).
   std::size_t outstanding_events() const;
 
-  /// Models cudaStreamSynchronize: completes the stream's work.
-  void synchronize_stream(StreamId stream) override { complete_work(stream); }
+  /// Models cudaStreamSynchronize: completes the stream's work. Counted:
+  /// on a GPU each one stalls the host until the stream drains.
+  void synchronize_stream(StreamId stream) override;
+  std::size_t num_stream_syncs() const;
 
   // --- virtual memory (models cuMemAddressReserve / cuMemCreate+Map / Unmap) -
   // Reserved ranges come from their own 4 TiB span per index, below the
@@ -264,6 +266,7 @@ class SimulatedDevice final : public UpstreamResource {
   std::size_t num_pages_unmapped_ = 0;
   std::size_t num_chunks_mapped_ = 0;
   std::size_t num_chunks_unmapped_ = 0;
+  std::size_t num_stream_syncs_ = 0;
 
   std::vector<Stream> streams_{1};  // index = StreamId; 0 is the default stream
   std::unordered_map<EventId, Event> events_;

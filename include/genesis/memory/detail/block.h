@@ -101,6 +101,10 @@ struct Segment {
   std::size_t mapped_bytes = 0;
   std::size_t mapped_limit = 0;
   std::size_t holes = 0;  // unmapped pages below mapped_limit (0: a fast "all mapped" answer)
+  // No block of this segment returned to the pool since its stream was last
+  // synchronised: no queued work can touch its free pages, and unmapping
+  // them needs no new wait (Note [Settled segments]).
+  bool settled = false;
 };
 
 }  // namespace genesis::memory::detail
