@@ -146,8 +146,12 @@ ThreadCache* detail::Arena::thread_cache_slow() noexcept {
     arena->caches_.push_back(tc);
     // Note [Biased pool lock]: an arena of one thread is locked by it without
     // atomic read-modify-writes; a second thread ends that for good.
-    if (arena->caches_.size() == 1) arena->mutex_.bias_to_caller();
-    else arena->mutex_.end_bias();
+    if (arena->caches_.size() == 1) {
+      arena->mutex_.bias_to_caller();
+    } else {
+      arena->mutex_.end_bias();
+      arena->stats_.fold_threads();  // Note [Folding the threads' counters]
+    }
   } catch (...) {
     delete tc;
     return nullptr;  // no cache: this thread uses the slow path

@@ -28,7 +28,9 @@
 // the slow path (the mutex held), its own changes move into the pool's
 // share (fold_thread): what other threads' candidates miss is then only
 // what each thread changed through its cache since its last slow-path call,
-// bounded by what its cache holds. The hot path does not change.
+// bounded by what its cache holds. The hot path does not change. With one
+// thread cache the candidate is exact without folding, and the fold (about
+// 3% of `mixed`'s instructions) is skipped until a second thread caches.
 //
 // Note [Adding a statistic]: a new figure of MemoryStats touches three files:
 // stats.h (the field), this header (its counter, and a note_* member if a new
@@ -135,6 +137,9 @@ class alignas(64) AllocatorStatistics {
   /// bytes (allocated + pending: a free with events moves bytes from the one
   /// to the other, and hot-path allocations do not note active peaks).
   void note_peaks_free(ThreadCache* tc, PoolId p, const InactiveSplit& split) noexcept;
+  /// A second thread cache exists: from now on each slow-path call folds
+  /// its thread's own counters (Note [Folding the threads' counters]).
+  void fold_threads() noexcept { fold_threads_ = true; }
   /// tc's thread exits: its counters and peak candidates fold into the
   /// arena's, and `caches` (tc no longer among them) set the hot path's bases.
   void retire(const ThreadCache& tc, const std::vector<ThreadCache*>& caches, const InactiveSplit& split);
@@ -217,6 +222,7 @@ class alignas(64) AllocatorStatistics {
   std::int64_t retired_requested_[kNumPools] = {}, retired_total_allocated_[kNumPools] = {};
   // Live allocations folded from living threads (their frees_folded summed).
   std::int64_t live_folded_[kNumPools] = {};
+  bool fold_threads_ = false;  // set once two threads have caches; never cleared
 };
 
 inline void AllocatorStatistics::note_hot_alloc(ThreadCache* tc, int p, std::int64_t size,
@@ -260,21 +266,27 @@ inline void AllocatorStatistics::note_hot_alloc(ThreadCache* tc, int p, std::int
 inline void AllocatorStatistics::note_peaks_alloc(ThreadCache* tc, PoolId p, bool grew,
                                                   const InactiveSplit& split) noexcept {
   const int q = 1 - p;  // the other pool
-  // This thread's own changes join the pool's share (Note [Folding the
-  // threads' counters]), so the pool's share is this thread's whole view.
-  std::int64_t cached_p = 0, cached_q = 0;
+  // This thread's own shares, read in one place (one test of tc, not one per
+  // term: this function runs on every slow-path allocation). Folded into the
+  // pool's share first where several threads cache (Note [Folding the
+  // threads' counters]); then they are zero.
+  std::int64_t cached_p = 0, cached_q = 0, own_req_p = 0, own_req_q = 0, own_live_p = 0, own_live_q = 0;
   if (tc != nullptr) {
-    fold_thread(tc);
+    if (fold_threads_) fold_thread(tc);
     cached_p = tc->cached_bytes[p].get();
     cached_q = tc->cached_bytes[q].get();
+    own_req_p = tc->requested_delta[p].get();
+    own_req_q = tc->requested_delta[q].get();
+    own_live_p = tc->num_allocs[p].get() - tc->num_frees[p].get();
+    own_live_q = tc->num_allocs[q].get() - tc->num_frees[q].get();
   }
   store_hot_bases(p);
   const std::int64_t alloc_p = out_bytes_pool_[p].load(std::memory_order_relaxed) - cached_p;
   const std::int64_t alloc_all = out_bytes_total_.load(std::memory_order_relaxed) - cached_p - cached_q;
-  const std::int64_t req_p = base_requested_[p].load(std::memory_order_relaxed);
-  const std::int64_t req_q = base_requested_[q].load(std::memory_order_relaxed);
-  const std::int64_t live_p = base_live_[p].load(std::memory_order_relaxed);
-  const std::int64_t live_q = base_live_[q].load(std::memory_order_relaxed);
+  const std::int64_t req_p = base_requested_[p].load(std::memory_order_relaxed) + own_req_p;
+  const std::int64_t req_q = base_requested_[q].load(std::memory_order_relaxed) + own_req_q;
+  const std::int64_t live_p = base_live_[p].load(std::memory_order_relaxed) + own_live_p;
+  const std::int64_t live_q = base_live_[q].load(std::memory_order_relaxed) + own_live_q;
   const std::int64_t res_p = counters.reserved[p], res_all = counters.reserved[0] + counters.reserved[1];
   const std::int64_t pend_all = counters.pending_bytes[0] + counters.pending_bytes[1];
   auto bump = [](std::int64_t* peak, int i, std::int64_t v) {
@@ -307,7 +319,7 @@ inline void AllocatorStatistics::note_peaks_alloc(ThreadCache* tc, PoolId p, boo
 // segments did not change: none of them can be a new peak (each rises only
 // in an allocation, which notes its own candidate).
 inline void AllocatorStatistics::note_peaks_free(ThreadCache* tc, PoolId p, const InactiveSplit& split) noexcept {
-  if (tc != nullptr) fold_thread(tc);
+  if (tc != nullptr && fold_threads_) fold_thread(tc);
   store_hot_bases(p);
   const std::int64_t alloc_p = out_bytes_pool_[p].load(std::memory_order_relaxed) -
                                (tc != nullptr ? tc->cached_bytes[p].get() : 0);
