@@ -76,15 +76,14 @@
 //
 // Note [Settled segments]: unmapping is not stream-ordered, so before pages
 // of free blocks are unmapped the segment's stream is synchronised: work
-// queued before a block was freed may still use its memory. On a GPU that
-// wait is the dearest part of an unmap, dearer than the driver calls: the
-// host stalls until the stream drains, and the work it had queued ahead is
-// lost overlap (a GPT-2 training step ran 20% slower with expandable
-// segments than with classic ones). One wait covers every block that was
-// free at that moment, so a segment remembers it (Segment::settled) until
-// a block of it goes back to the pool (Pool::give_back); until then unmaps
-// need no new wait. On the corpus this halves the waits of chunk splits and
-// releases (GPT-2 replay: 1,446 -> 724).
+// queued before a block was freed may still use its memory, and the host
+// stalls until the stream drains. One wait covers every block that was free
+// at that moment, so a segment remembers it (Segment::settled) until a block
+// of it goes back to the pool (Pool::give_back); until then unmaps need no
+// new wait. On the corpus this halves the waits of chunk splits and
+// releases (GPT-2 replay: 1,446 -> 724). It did not change the step rate of
+// GPT-2 or ResNet-50 training on an H200 (bench/RESULTS.md, "Genesis as
+// PyTorch's allocator"): there the driver's map and unmap calls are the cost.
 #include <algorithm>
 #include <bit>
 #include <cstring>
