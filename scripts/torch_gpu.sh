@@ -16,6 +16,7 @@
 #   torch_tests.log       pytest of the PyTorch/CuPy adaptors (and their CPU halves)
 #   torch_sanitizer.log   compute-sanitizer --tool memcheck on bench/torch/sanitize_step.py
 #   torch_reference_snapshot.pickle  a snapshot recorded by PyTorch's allocator
+#   torch_reference_snapshot.pickle.gz  the same, gzipped (data/snapshots/pytorch_reference.pickle.gz)
 #   torch_jobs.log / torch_jobs.json      bench/torch/jobs.py all
 #   torch_search.json     bench/torch/jobs.py search-all
 #   torch_summary.txt     one line per stage
@@ -90,6 +91,9 @@ if want snapshot; then
   t0=$(stamp)
   if "$PY" bench/torch/record_snapshot.py "$REF" 2>&1 | tee "$OUT/torch_snapshot.log"; then
     [[ -x "$BUILD/genesis-mem" ]] && "$BUILD/genesis-mem" replay "$REF" --json | tee -a "$OUT/torch_snapshot.log" | head -c 600
+    # Gzipped beside it: the copy to keep as data/snapshots/pytorch_reference.pickle.gz,
+    # which the snapshot tests compare with on machines without a GPU.
+    gzip -9 -c "$REF" >"$REF.gz"
     record snapshot PASS "$(( $(stamp) - t0 )) s"
   else
     record snapshot FAIL

@@ -8,6 +8,7 @@ bench/torch/record_snapshot.py on a GPU machine), the keys and types are
 compared with it; and genesis-mem replays the dumped file.
 """
 
+import gzip
 import os
 import pickle
 import pickletools
@@ -234,11 +235,19 @@ def test_memory_viz_reads_it_when_torch_is_here(recorded):
         assert "snapshot.pickle" in html and "base64" in html
 
 
+# A snapshot recorded by PyTorch's allocator, kept with the project when one
+# has been recorded (scripts/torch_gpu.sh brings it back gzipped).
+RECORDED_REFERENCE = os.path.join(os.path.dirname(__file__), "..", "..", "data", "snapshots",
+                                  "pytorch_reference.pickle.gz")
+
+
 def test_keys_and_types_match_a_snapshot_recorded_by_pytorch(recorded):
-    path = os.environ.get("GENESIS_TORCH_REFERENCE_SNAPSHOT")
-    if not path or not os.path.exists(path):
-        pytest.skip("no PyTorch snapshot to compare with (bench/torch/record_snapshot.py writes one on a GPU)")
-    with open(path, "rb") as f:
+    path = os.environ.get("GENESIS_TORCH_REFERENCE_SNAPSHOT") or RECORDED_REFERENCE
+    if not os.path.exists(path):
+        pytest.skip("no PyTorch snapshot to compare with (bench/torch/record_snapshot.py writes one on a GPU; "
+                    "scripts/torch_gpu.sh brings it back as torch_reference_snapshot.pickle.gz, which belongs "
+                    "in data/snapshots/pytorch_reference.pickle.gz)")
+    with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as f:
         ref = pickle.load(f)
     sim, _ = recorded
     ours = gmem._snapshot(sim)
