@@ -4,7 +4,9 @@ protocol the reader accepts, give the same trace as the CSV of the same
 events; malformed, truncated and code-carrying pickles fail with one clear
 line and never crash (the reader is genesis/debug/pickle.h)."""
 
+import gzip
 import json
+import os
 import pickle
 import random
 
@@ -95,6 +97,40 @@ def test_every_protocol_replays_like_the_csv(tmp_path, protocol):
         assert a["trace"]["counts"][key] == b["trace"]["counts"][key], key
     assert a["trace"]["counts"]["alloc"] == 200
     assert [r["peak_live_bytes"] for r in a["results"]] == [r["peak_live_bytes"] for r in b["results"]]
+
+
+RECORDED = os.path.join(os.path.dirname(__file__), "..", "..", "data", "snapshots", "pytorch_reference.pickle.gz")
+
+
+@pytest.mark.skipif(not os.path.exists(RECORDED), reason="no snapshot recorded by PyTorch in data/snapshots")
+def test_a_snapshot_pytorch_recorded_replays_event_for_event():
+    # Written by torch.cuda.memory._dump_snapshot on a GPU (bench/torch/
+    # record_snapshot.py), gzipped: every event PyTorch's history holds is
+    # read, and the replay ends with the allocations the program still held.
+    with gzip.open(RECORDED, "rb") as f:
+        snap = pickle.load(f)
+    trace = max(snap["device_traces"], key=len)
+    want = {a: sum(1 for e in trace if e["action"] == a) for a in ("alloc", "free_requested", "free_completed",
+                                                                   "segment_alloc", "oom")}
+    assert want["alloc"] > 50 and want["oom"] >= 1
+    out = replay_json(RECORDED)
+    counts = out["trace"]["counts"]
+    for action, n in want.items():
+        assert counts[action] == n, action
+    freed = {e["addr"] for e in trace if e["action"] == "free_requested"}
+    assert counts["live_at_end"] == counts["alloc"] - counts["free_requested"] - counts["unknown_frees"]
+    assert counts["unknown_frees"] == 0 and len(freed) > 0
+    live = peak = 0
+    sizes = {}
+    for e in trace:
+        if e["action"] == "alloc":
+            sizes[e["addr"]] = e["size"]
+            live += e["size"]
+            peak = max(peak, live)
+        elif e["action"] == "free_requested" and e["addr"] in sizes:
+            live -= sizes.pop(e["addr"])
+    assert out["trace"]["peak_live_bytes"] == peak
+    assert all(r["peak_reserved_bytes"] >= peak for r in out["results"])
 
 
 def test_the_busiest_device_is_replayed(tmp_path):
