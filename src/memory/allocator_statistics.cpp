@@ -127,7 +127,9 @@ MemoryStats AllocatorStatistics::report(const std::vector<ThreadCache*>& caches,
     set(s.allocated_bytes[i], c.allocated[i], peak_alloc[i]);
     s.allocated_bytes[i].allocated = c.total_alloc_cum[i] - baseline_.total_allocated[i];
     s.allocated_bytes[i].freed = s.allocated_bytes[i].allocated - (c.allocated[i] - baseline_.allocated_bytes[i]);
-    set(s.requested_bytes[i], c.requested[i], peaks_.requested[i]);
+    // No block holds more requested bytes than its size, so the allocated
+    // peak bounds the requested one: the tighter of the two upper bounds.
+    set(s.requested_bytes[i], c.requested[i], std::min(peaks_.requested[i], s.allocated_bytes[i].peak));
     set(s.reserved_bytes[i], c.reserved[i], peaks_.reserved[i]);
     const std::int64_t ra = i == 0 ? counters.reserved_allocated[0] + counters.reserved_allocated[1]
                                    : counters.reserved_allocated[i - 1];

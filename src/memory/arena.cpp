@@ -274,6 +274,7 @@ void detail::Arena::reclaim_thread_caches(bool include_self) {
     // The owner is at most one short hot-path call away from noticing.
     while (tc->active.load(std::memory_order_acquire) != 0) std::this_thread::yield();
     flush_thread_cache(tc);
+    stats_.fold_reclaimed(tc);  // Note [Folding the threads' counters]
     tc->reclaim.store(0, std::memory_order_release);
   }
 }

@@ -253,6 +253,54 @@ TEST(CrossThread, PeaksOfRequestedBytesAndLiveAllocationsStayTrue) {
   }
 }
 
+// A thread frees many blocks into its cache; another thread's growth past
+// the expandable pool's high-water mark empties every cache into the pool
+// (Note [New peaks empty the thread caches]) while the first thread sleeps.
+// Its own count of requested bytes then went below zero by all it had
+// freed, with nothing cached to show for it, and every candidate peak the
+// other thread noted counted those bytes as live: under PyTorch a ResNet-50
+// job reported a peak of requested bytes a third above its allocated bytes.
+TEST(CrossThread, EmptyingAnotherThreadsCacheKeepsRequestedBytesTrue) {
+  AllocatorOptions o;
+  o.expandable_segments = AllocatorOptions::Expandable::kOn;
+  CachingAllocator a(std::make_shared<SimulatedDevice>(16 * GiB), o);
+  Worker worker;
+  constexpr std::size_t kSmall = 900 * 1024;  // small pool: up to 128 cached per size
+  constexpr int kBlocks = 100;
+  std::int64_t live = 0, live_peak = 0;
+  auto note = [&](std::int64_t bytes) {
+    live += bytes;
+    live_peak = std::max(live_peak, live);
+  };
+  std::vector<void*> held;
+  for (int step = 0; step < 5; ++step) {
+    worker.run([&] {
+      std::vector<void*> mine;
+      for (int i = 0; i < kBlocks; ++i) {
+        mine.push_back(a.allocate(kSmall));
+        note(static_cast<std::int64_t>(kSmall));
+      }
+      for (void* p : mine) a.deallocate(p);  // into this thread's cache
+      note(-static_cast<std::int64_t>(kSmall) * kBlocks);
+    });
+    // Each step a new high-water mark: the worker's cache goes back to the pool.
+    held.push_back(a.allocate((std::size_t{200} << 20) * (step + 1)));
+    note(static_cast<std::int64_t>((std::size_t{200} << 20) * (step + 1)));
+    for (int i = 0; i < 20; ++i) {  // more candidates while the worker sleeps
+      void* p = a.allocate(4096);
+      a.deallocate(p);
+    }
+  }
+  const MemoryStats s = a.stats();
+  EXPECT_GE(s.requested_bytes[0].peak, live_peak);
+  // At most a few of the worker's small blocks above the truth, never the
+  // hundreds it had freed before its cache was emptied.
+  EXPECT_LE(s.requested_bytes[0].peak, live_peak + static_cast<std::int64_t>(4 * kSmall));
+  EXPECT_LE(s.requested_bytes[0].peak, s.allocated_bytes[0].peak);
+  for (void* p : held) a.deallocate(p);
+  EXPECT_EQ(a.stats().requested_bytes[0].current, 0);
+}
+
 TEST(CrossThread, DeviceMemoryHasOnePoolByDefaultHostMemoryArenas) {
   CachingAllocator device(std::make_shared<SimulatedDevice>(1 * GiB));
   EXPECT_EQ(device.arena_limit(), 1u);

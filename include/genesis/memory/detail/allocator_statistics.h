@@ -31,6 +31,12 @@
 // bounded by what its cache holds. The hot path does not change. With one
 // thread cache the candidate is exact without folding, and the fold (about
 // 3% of `mixed`'s instructions) is skipped until a second thread caches.
+// A cache that another thread empties (reclaim_thread_caches: expandable
+// segments do so at every new high-water mark) folds at once: its blocks
+// left for the pool, so the bound "what its cache holds" no longer covered
+// its change (a ResNet-50 job under PyTorch read a third more requested
+// bytes than it had allocated). And report() never gives a requested peak
+// above the allocated one: no block holds more requested bytes than its size.
 //
 // Note [Adding a statistic]: a new figure of MemoryStats touches three files:
 // stats.h (the field), this header (its counter, and a note_* member if a new
@@ -140,6 +146,13 @@ class alignas(64) AllocatorStatistics {
   /// A second thread cache exists: from now on each slow-path call folds
   /// its thread's own counters (Note [Folding the threads' counters]).
   void fold_threads() noexcept { fold_threads_ = true; }
+  /// Another thread emptied tc's cache (Arena::reclaim_thread_caches, its
+  /// owner held off): tc's own changes fold now, not at its owner's next
+  /// slow-path call. Its count of requested bytes had gone down by every
+  /// block it freed into the cache; with the cache empty, that is no longer
+  /// bounded by what the cache holds, and until the owner came back every
+  /// other thread's candidate counted those blocks as live.
+  void fold_reclaimed(ThreadCache* tc) noexcept { fold_thread(tc); }
   /// tc's thread exits: its counters and peak candidates fold into the
   /// arena's, and `caches` (tc no longer among them) set the hot path's bases.
   void retire(const ThreadCache& tc, const std::vector<ThreadCache*>& caches, const InactiveSplit& split);
