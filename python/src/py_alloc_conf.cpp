@@ -29,6 +29,7 @@ py::dict options_to_dict(const memory::AllocatorOptions& o) {
   d["thread_cache_near_fit"] = o.thread_cache_near_fit;
   d["chunk_pages"] = o.chunk_pages;
   d["chunk_strand_pages"] = o.chunk_strand_pages;
+  d["release_slack"] = o.release_slack < 0 ? py::object(py::str("auto")) : py::object(py::float_(o.release_slack));
   d["arenas"] = o.arenas;
   d["record_events"] = o.record_events;
   d["event_capacity"] = o.event_capacity_per_thread;

@@ -83,6 +83,18 @@ struct Item {
     return f;
   }
 
+  // "auto" (negative) or a fraction in [0, 0.1].
+  double slack() const {
+    if (value == "auto") return -1.0;
+    const std::string text(value);
+    char* end = nullptr;
+    errno = 0;
+    const double f = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || errno != 0 || !std::isfinite(f) || f < 0.0 || f > 0.1)
+      bad("auto or a number in [0, 0.1], e.g. 0.01");
+    return f;
+  }
+
   std::size_t size() const {
     try {
       return parse_bytes(value);
@@ -118,6 +130,8 @@ void apply(const Item& it, AllocatorOptions& o) {
     o.chunk_pages = static_cast<std::uint32_t>(it.count(0, 1u << 20));
   } else if (k == "chunk_strand_pages") {
     o.chunk_strand_pages = static_cast<std::uint32_t>(it.count(0, 1u << 20));
+  } else if (k == "release_slack") {
+    o.release_slack = it.slack();
   } else if (k == "arenas") {
     o.arenas = static_cast<std::uint32_t>(it.count(0, CachingAllocator::kMaxArenas));
   } else if (k == "record_events") {
@@ -153,6 +167,8 @@ const std::vector<AllocConfKey>& alloc_conf_keys() {
       {"thread_cache_near_fit", "0..1024", "near fits: a cached block at most 1/N larger (0: off)"},
       {"chunk_pages", "0..1048576 (0: auto)", "expandable segments: most pages one physical chunk spans"},
       {"chunk_strand_pages", "0..1048576", "expandable segments: pages a chunk may strand outside a block"},
+      {"release_slack", "auto or 0..0.1",
+       "expandable segments: room above the allocated peak a loop may keep instead of remapping each step"},
       {"arenas", "0..8 (0: one per hardware thread)", "independent pools threads are spread over"},
       {"record_events", "True|False", "record every alloc/free into the event history"},
       {"event_capacity", "1..268435456", "events kept per thread in the history"},
@@ -224,6 +240,16 @@ std::string format_alloc_conf(const AllocatorOptions& o) {
     add("thread_cache_near_fit", std::to_string(o.thread_cache_near_fit));
   if (o.chunk_pages != d.chunk_pages) add("chunk_pages", std::to_string(o.chunk_pages));
   if (o.chunk_strand_pages != d.chunk_strand_pages) add("chunk_strand_pages", std::to_string(o.chunk_strand_pages));
+  if (o.release_slack != d.release_slack) {
+    char buf[64];
+    if (o.release_slack < 0) {
+      std::snprintf(buf, sizeof buf, "auto");
+    } else {  // the shortest text that reads back as the same number
+      std::snprintf(buf, sizeof buf, "%.15g", o.release_slack);
+      if (std::strtod(buf, nullptr) != o.release_slack) std::snprintf(buf, sizeof buf, "%.17g", o.release_slack);
+    }
+    add("release_slack", buf);
+  }
   if (o.arenas != d.arenas) add("arenas", std::to_string(o.arenas));
   if (o.record_events != d.record_events) add("record_events", flag(o.record_events));
   if (o.event_capacity_per_thread != d.event_capacity_per_thread)

@@ -43,7 +43,7 @@ TEST(AllocConf, EveryKeySetsItsField) {
   const AllocatorOptions o = parse_alloc_conf(
       "expandable_segments:True, memory_fraction:0.5 ,cache_size:2GB,thread_cache:false,"
       "thread_cache_size:64MiB,thread_cache_small_count:7,thread_cache_large_count:3,thread_cache_large_park:0,"
-      "thread_cache_near_fit:8,thread_cache_flush_at_peak:false,chunk_pages:16,chunk_strand_pages:2,arenas:3,record_events:1,event_capacity:1000");
+      "thread_cache_near_fit:8,thread_cache_flush_at_peak:false,chunk_pages:16,chunk_strand_pages:2,release_slack:0.02,arenas:3,record_events:1,event_capacity:1000");
   EXPECT_EQ(o.expandable_segments, Expandable::kOn);
   EXPECT_DOUBLE_EQ(o.memory_fraction, 0.5);
   EXPECT_EQ(o.cache_size_limit, std::size_t{2000000000});
@@ -56,6 +56,7 @@ TEST(AllocConf, EveryKeySetsItsField) {
   EXPECT_FALSE(o.thread_cache_flush_at_peak);
   EXPECT_EQ(o.chunk_pages, 16u);
   EXPECT_EQ(o.chunk_strand_pages, 2u);
+  EXPECT_DOUBLE_EQ(o.release_slack, 0.02);
   EXPECT_EQ(o.arenas, 3u);
   EXPECT_TRUE(o.record_events);
   EXPECT_EQ(o.event_capacity_per_thread, 1000u);
@@ -76,6 +77,23 @@ TEST(AllocConf, BooleansTakeSixSpellings) {
     EXPECT_NE(e.find("True, False, true, false, 1 or 0"), std::string::npos) << e;
     EXPECT_NE(e.find(bad), std::string::npos) << e;
   }
+}
+
+TEST(AllocConf, ReleaseSlackIsAutoOrASmallFraction) {
+  EXPECT_LT(AllocatorOptions{}.release_slack, 0.0);  // auto by default
+  EXPECT_DOUBLE_EQ(parse_alloc_conf("release_slack:0").release_slack, 0.0);
+  EXPECT_DOUBLE_EQ(parse_alloc_conf("release_slack:0.1").release_slack, 0.1);
+  EXPECT_LT(parse_alloc_conf("release_slack:auto", parse_alloc_conf("release_slack:0.01")).release_slack, 0.0);
+  for (const char* bad : {"-0.01", "0.2", "1", "x", "0.01x", "nan", "inf"}) {
+    const std::string e = error_of(std::string("release_slack:") + bad);
+    EXPECT_NE(e.find("release_slack"), std::string::npos) << bad << ": " << e;
+    EXPECT_NE(e.find("auto or a number in [0, 0.1]"), std::string::npos) << bad << ": " << e;
+  }
+  for (const char* text : {"release_slack:0.015", "release_slack:0", "release_slack:auto"}) {
+    const AllocatorOptions o = parse_alloc_conf(text);
+    EXPECT_EQ(parse_alloc_conf(format_alloc_conf(o)).release_slack, o.release_slack) << text;
+  }
+  EXPECT_EQ(format_alloc_conf(parse_alloc_conf("release_slack:0.015")), "release_slack:0.015");
 }
 
 TEST(AllocConf, CacheSizeAcceptsUnitsAndNone) {

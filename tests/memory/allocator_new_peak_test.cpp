@@ -179,5 +179,84 @@ TEST_F(NewPeakTest, ShortAddressSpaceGivesSmallerRangesNotClassicSegments) {
   a->check_invariants();
 }
 
+// A step that peaks with a block placed past the hole its first block left:
+// held over the whole step, the pages it touches are 8 MiB more than those it
+// holds at its peak. With no room the peak unmaps them every step and the
+// next step maps them again; release_slack lets the releases earn room for
+// them, after which the loop maps nothing, and reserved memory stays within
+// the room above the allocated peak.
+TEST_F(NewPeakTest, ALoopThatCyclesAtTheMarkStopsMappingWithinItsRoom) {
+  for (const double slack : {0.0, 0.02}) {
+    SCOPED_TRACE(slack);
+    sim_ = std::make_shared<SimulatedDevice>(4 * GiB);
+    AllocatorOptions o;
+    o.expandable_segments = AllocatorOptions::Expandable::kOn;
+    o.thread_cache = false;  // every block goes straight back to the pool
+    o.release_slack = slack;
+    CachingAllocator a(sim_, o);
+    void* weights = a.allocate(1 * GiB);
+    std::int64_t maps_late = 0;
+    for (int step = 0; step < 20; ++step) {
+      const std::int64_t before = a.stats().num_upstream_allocs;
+      void* x = a.allocate(8 * MiB);
+      void* y = a.allocate(8 * MiB);
+      a.deallocate(x);
+      void* z = a.allocate(12 * MiB);  // does not fit x's hole: the step's peak
+      a.deallocate(y);
+      a.deallocate(z);
+      if (step >= 5) maps_late += a.stats().num_upstream_allocs - before;
+      a.check_invariants();
+    }
+    const MemoryStats s = a.stats();
+    const std::int64_t peak_allocated = s.allocated_bytes[kStatAggregate].peak;
+    EXPECT_EQ(peak_allocated, static_cast<std::int64_t>(1 * GiB + 20 * MiB));
+    if (slack == 0.0) {
+      EXPECT_GE(maps_late, 15);  // about one mapping a step, never settling
+      EXPECT_EQ(s.reserved_bytes[kStatAggregate].peak, peak_allocated);  // as tight as can be
+    } else {
+      EXPECT_EQ(maps_late, 0);
+      EXPECT_LE(s.reserved_bytes[kStatAggregate].peak,
+                peak_allocated + static_cast<std::int64_t>(slack * static_cast<double>(peak_allocated)));
+    }
+    a.deallocate(weights);
+  }
+}
+
+// Auto: room only where mapping is expensive (the simulated device with
+// CUDA-like costs resolves like CUDA); where pages map cheaply the loop's
+// cycling costs little and the replays stay as tight as they can be.
+TEST_F(NewPeakTest, RoomIsKeptByDefaultOnlyWhereMappingIsExpensive) {
+  for (const bool costly : {false, true}) {
+    SCOPED_TRACE(costly ? "costly mapping" : "cheap mapping");
+    sim_ = costly ? std::make_shared<SimulatedDevice>(4 * GiB, 0, SimulatedDevice::VmmCost::parse("0.001,0.001,0.001"))
+                  : std::make_shared<SimulatedDevice>(4 * GiB);
+    AllocatorOptions o;
+    o.expandable_segments = AllocatorOptions::Expandable::kOn;
+    o.thread_cache = false;
+    CachingAllocator a(sim_, o);
+    void* weights = a.allocate(1 * GiB);
+    std::int64_t maps_late = 0;
+    for (int step = 0; step < 20; ++step) {
+      const std::int64_t before = a.stats().num_upstream_allocs;
+      void* x = a.allocate(8 * MiB);
+      void* y = a.allocate(8 * MiB);
+      a.deallocate(x);
+      void* z = a.allocate(12 * MiB);
+      a.deallocate(y);
+      a.deallocate(z);
+      if (step >= 5) maps_late += a.stats().num_upstream_allocs - before;
+    }
+    if (costly) {
+      EXPECT_EQ(maps_late, 0);
+      EXPECT_LE(a.stats().reserved_bytes[kStatAggregate].peak,
+                static_cast<std::int64_t>(1.01 * static_cast<double>(1 * GiB + 20 * MiB)));
+    } else {
+      EXPECT_GT(maps_late, 0);
+    }
+    a.check_invariants();
+    a.deallocate(weights);
+  }
+}
+
 }  // namespace
 }  // namespace genesis::memory

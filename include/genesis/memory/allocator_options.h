@@ -65,6 +65,13 @@ struct AllocatorOptions {
   /// free page can later be released (the least memory); more: fewer
   /// mappings, a little more memory.
   std::uint32_t chunk_strand_pages = 0;
+  /// Expandable segments: how far above the peak of allocated bytes, as a
+  /// fraction of it, reserved memory may settle in a loop that would
+  /// otherwise unmap pages at its high-water mark every step and map them
+  /// again the next (Note [A loop that cycles at the mark]). The room grows
+  /// only by what such releases gave back, up to this fraction. Negative
+  /// (auto): 0.01 where mapping is expensive (CUDA), 0 where it is cheap.
+  double release_slack = -1.0;
   /// Arenas (Note [Arenas]): independent pools, each with its own lock,
   /// free lists and segments; threads are spread over them in the order they
   /// first allocate, so threads that miss their caches at the same time do

@@ -77,6 +77,10 @@ class ExpandableSegments {
   };
   std::vector<ReleaseCandidate> candidates_;  // scratch of release_free_pages
   std::int64_t high_water_ = 0;  // highest reserved total so far (Note [Expandable segments])
+  // Note [A loop that cycles at the mark]:
+  double slack_fraction_ = 0;               // options' release_slack resolved
+  std::int64_t allocated_high_ = 0;         // highest allocated bytes seen when pages were mapped
+  std::int64_t room_ = 0;  // invariant: 0 <= room_ <= slack_fraction_ * allocated_high_ (when it grew)
 };
 
 // Inline: once warm most slow-path allocations on an expandable segment end
