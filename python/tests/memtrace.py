@@ -18,6 +18,7 @@ reports with what is known to be true:
 """
 
 import dataclasses
+import os
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -215,3 +216,25 @@ def make_traces(directory):
         "growth": linear_growth(d / "growth.csv"),
         "fragmenting": fragmenting(d / "fragmenting.csv"),
     }
+
+
+# A snapshot recorded by PyTorch's own allocator on a GPU, kept with the
+# project (data/snapshots/README.md): the reference the snapshot tests
+# compare with and replay on machines without a GPU or PyTorch.
+RECORDED_PYTORCH_SNAPSHOT = os.path.join(os.path.dirname(__file__), "..", "..", "data", "snapshots",
+                                         "pytorch_reference.pickle.gz")
+
+
+def snapshot_peak_live(entries):
+    """The peak of live bytes of a PyTorch history (``device_traces`` entries):
+    allocations add their size, ``free_requested`` of a known address takes
+    it back."""
+    live, cur, peak = {}, 0, 0
+    for e in entries:
+        if e["action"] == "alloc":
+            live[e["addr"]] = e["size"]
+            cur += e["size"]
+            peak = max(peak, cur)
+        elif e["action"] == "free_requested" and e["addr"] in live:
+            cur -= live.pop(e["addr"])
+    return peak

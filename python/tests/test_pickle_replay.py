@@ -99,36 +99,25 @@ def test_every_protocol_replays_like_the_csv(tmp_path, protocol):
     assert [r["peak_live_bytes"] for r in a["results"]] == [r["peak_live_bytes"] for r in b["results"]]
 
 
-RECORDED = os.path.join(os.path.dirname(__file__), "..", "..", "data", "snapshots", "pytorch_reference.pickle.gz")
-
-
-@pytest.mark.skipif(not os.path.exists(RECORDED), reason="no snapshot recorded by PyTorch in data/snapshots")
+@pytest.mark.skipif(not os.path.exists(memtrace.RECORDED_PYTORCH_SNAPSHOT),
+                    reason="no snapshot recorded by PyTorch in data/snapshots")
 def test_a_snapshot_pytorch_recorded_replays_event_for_event():
     # Written by torch.cuda.memory._dump_snapshot on a GPU (bench/torch/
     # record_snapshot.py), gzipped: every event PyTorch's history holds is
     # read, and the replay ends with the allocations the program still held.
-    with gzip.open(RECORDED, "rb") as f:
+    with gzip.open(memtrace.RECORDED_PYTORCH_SNAPSHOT, "rb") as f:
         snap = pickle.load(f)
     trace = max(snap["device_traces"], key=len)
     want = {a: sum(1 for e in trace if e["action"] == a) for a in ("alloc", "free_requested", "free_completed",
                                                                    "segment_alloc", "oom")}
     assert want["alloc"] > 50 and want["oom"] >= 1
-    out = replay_json(RECORDED)
+    out = replay_json(memtrace.RECORDED_PYTORCH_SNAPSHOT)
     counts = out["trace"]["counts"]
     for action, n in want.items():
         assert counts[action] == n, action
-    freed = {e["addr"] for e in trace if e["action"] == "free_requested"}
     assert counts["live_at_end"] == counts["alloc"] - counts["free_requested"] - counts["unknown_frees"]
-    assert counts["unknown_frees"] == 0 and len(freed) > 0
-    live = peak = 0
-    sizes = {}
-    for e in trace:
-        if e["action"] == "alloc":
-            sizes[e["addr"]] = e["size"]
-            live += e["size"]
-            peak = max(peak, live)
-        elif e["action"] == "free_requested" and e["addr"] in sizes:
-            live -= sizes.pop(e["addr"])
+    assert counts["unknown_frees"] == 0 and want["free_requested"] > 0
+    peak = memtrace.snapshot_peak_live(trace)
     assert out["trace"]["peak_live_bytes"] == peak
     assert all(r["peak_reserved_bytes"] >= peak for r in out["results"])
 

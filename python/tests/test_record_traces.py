@@ -57,18 +57,6 @@ def snapshot(n=300, seed=5):
     return {"segments": [], "device_traces": [entries], "allocator_settings": {}}
 
 
-def python_peak_live(entries):
-    live, cur, peak = {}, 0, 0
-    for e in entries:
-        if e["action"] == "alloc":
-            live[e["addr"]] = e["size"]
-            cur += e["size"]
-            peak = max(peak, cur)
-        elif e["action"] == "free_requested" and e["addr"] in live:
-            cur -= live.pop(e["addr"])
-    return peak
-
-
 def test_history_info_detects_a_full_ring(rt):
     snap = snapshot(n=20)
     n = len(snap["device_traces"][0])
@@ -106,7 +94,7 @@ def test_a_snapshot_becomes_a_csv_trace_and_a_sidecar_the_corpus_replay_reads(rt
         assert int(addr) == (0 if action == "oom" else e["addr"])
         assert (int(size), int(stream), int(t)) == (e["size"], e["stream"], e["time_us"])
     assert converted["annotations"] == 1
-    assert converted["peak_live_bytes"] == python_peak_live(entries)
+    assert converted["peak_live_bytes"] == memtrace.snapshot_peak_live(entries)
     assert converted["counts"]["alloc"] == sum(e["action"] == "alloc" for e in entries)
     assert converted["counts"]["unknown_frees"] == 0
 

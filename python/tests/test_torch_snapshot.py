@@ -16,6 +16,7 @@ import pickletools
 import pytest
 
 import genesis
+import memtrace
 from genesis.cuda import memory as gmem
 from genesis.testing import SimulatedAllocator
 
@@ -235,14 +236,8 @@ def test_memory_viz_reads_it_when_torch_is_here(recorded):
         assert "snapshot.pickle" in html and "base64" in html
 
 
-# A snapshot recorded by PyTorch's allocator, kept with the project when one
-# has been recorded (scripts/torch_gpu.sh brings it back gzipped).
-RECORDED_REFERENCE = os.path.join(os.path.dirname(__file__), "..", "..", "data", "snapshots",
-                                  "pytorch_reference.pickle.gz")
-
-
 def test_keys_and_types_match_a_snapshot_recorded_by_pytorch(recorded):
-    path = os.environ.get("GENESIS_TORCH_REFERENCE_SNAPSHOT") or RECORDED_REFERENCE
+    path = os.environ.get("GENESIS_TORCH_REFERENCE_SNAPSHOT") or memtrace.RECORDED_PYTORCH_SNAPSHOT
     if not os.path.exists(path):
         pytest.skip("no PyTorch snapshot to compare with (bench/torch/record_snapshot.py writes one on a GPU; "
                     "scripts/torch_gpu.sh brings it back as torch_reference_snapshot.pickle.gz, which belongs "

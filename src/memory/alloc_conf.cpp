@@ -72,26 +72,29 @@ struct Item {
     return v;
   }
 
-  double fraction() const {
+  // The value as a finite number, or bad(expected).
+  double number(std::string_view expected) const {
     const std::string text(value);
     char* end = nullptr;
     errno = 0;
     const double f = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size() || errno != 0 || !std::isfinite(f) || !(f > 0.0) ||
-        f > 1.0)
-      bad("a number in (0, 1], e.g. 0.8");
+    if (text.empty() || end != text.c_str() + text.size() || errno != 0 || !std::isfinite(f)) bad(expected);
+    return f;
+  }
+
+  double fraction() const {
+    constexpr std::string_view kExpected = "a number in (0, 1], e.g. 0.8";
+    const double f = number(kExpected);
+    if (!(f > 0.0) || f > 1.0) bad(kExpected);
     return f;
   }
 
   // "auto" (negative) or a fraction in [0, 0.1].
   double slack() const {
     if (value == "auto") return -1.0;
-    const std::string text(value);
-    char* end = nullptr;
-    errno = 0;
-    const double f = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size() || errno != 0 || !std::isfinite(f) || f < 0.0 || f > 0.1)
-      bad("auto or a number in [0, 0.1], e.g. 0.01");
+    constexpr std::string_view kExpected = "auto or a number in [0, 0.1], e.g. 0.01";
+    const double f = number(kExpected);
+    if (f < 0.0 || f > 0.1) bad(kExpected);
     return f;
   }
 

@@ -350,7 +350,8 @@ bool ExpandableSegments::map_block_pages(Arena& a, Block* b, std::size_t bytes) 
   auto reserved_total = [&]() { return a.stats_.reserved_total(); };
   // Note [A loop that cycles at the mark]: the mark may stand above the
   // highest allocated bytes by the room a cycling loop earned.
-  const std::int64_t allocated = a.stats_.out_total() - a.thread_cached_total_locked() + static_cast<std::int64_t>(b->size);
+  const std::int64_t thread_cached = a.thread_cached_total_locked();
+  const std::int64_t allocated = a.stats_.out_total() - thread_cached + static_cast<std::int64_t>(b->size);
   allocated_high_ = std::max(allocated_high_, allocated);
   const std::int64_t over = reserved_total() + static_cast<std::int64_t>(need) - std::max(high_water_, allocated_high_ + room_);
   if (over > 0) {
@@ -360,7 +361,7 @@ bool ExpandableSegments::map_block_pages(Arena& a, Block* b, std::size_t bytes) 
     // mapping; unmapping them all made a GPU remap them again and again.
     // Blocks parked in thread caches go back first (Note [New peaks empty
     // the thread caches]).
-    if (a.options_.thread_cache_flush_at_peak && a.thread_cached_total_locked() != 0) a.reclaim_thread_caches(true);
+    if (a.options_.thread_cache_flush_at_peak && thread_cached != 0) a.reclaim_thread_caches(true);
     const std::size_t released = release_free_pages(a, static_cast<std::size_t>(over));
     const auto cap = static_cast<std::int64_t>(slack_fraction_ * static_cast<double>(allocated_high_));
     room_ = std::min(cap, room_ + static_cast<std::int64_t>(released));

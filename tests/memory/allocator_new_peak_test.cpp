@@ -179,6 +179,25 @@ TEST_F(NewPeakTest, ShortAddressSpaceGivesSmallerRangesNotClassicSegments) {
   a->check_invariants();
 }
 
+// Twenty steps that peak with a block placed past the hole the step's first
+// block left (8 MiB the step touches but does not hold at its peak); returns
+// the chunks mapped after the first five.
+std::int64_t cycling_loop(CachingAllocator& a) {
+  std::int64_t maps_late = 0;
+  for (int step = 0; step < 20; ++step) {
+    const std::int64_t before = a.stats().num_upstream_allocs;
+    void* x = a.allocate(8 * MiB);
+    void* y = a.allocate(8 * MiB);
+    a.deallocate(x);
+    void* z = a.allocate(12 * MiB);  // does not fit x's hole: the step's peak
+    a.deallocate(y);
+    a.deallocate(z);
+    if (step >= 5) maps_late += a.stats().num_upstream_allocs - before;
+    a.check_invariants();
+  }
+  return maps_late;
+}
+
 // A step that peaks with a block placed past the hole its first block left:
 // held over the whole step, the pages it touches are 8 MiB more than those it
 // holds at its peak. With no room the peak unmaps them every step and the
@@ -195,18 +214,7 @@ TEST_F(NewPeakTest, ALoopThatCyclesAtTheMarkStopsMappingWithinItsRoom) {
     o.release_slack = slack;
     CachingAllocator a(sim_, o);
     void* weights = a.allocate(1 * GiB);
-    std::int64_t maps_late = 0;
-    for (int step = 0; step < 20; ++step) {
-      const std::int64_t before = a.stats().num_upstream_allocs;
-      void* x = a.allocate(8 * MiB);
-      void* y = a.allocate(8 * MiB);
-      a.deallocate(x);
-      void* z = a.allocate(12 * MiB);  // does not fit x's hole: the step's peak
-      a.deallocate(y);
-      a.deallocate(z);
-      if (step >= 5) maps_late += a.stats().num_upstream_allocs - before;
-      a.check_invariants();
-    }
+    const std::int64_t maps_late = cycling_loop(a);
     const MemoryStats s = a.stats();
     const std::int64_t peak_allocated = s.allocated_bytes[kStatAggregate].peak;
     EXPECT_EQ(peak_allocated, static_cast<std::int64_t>(1 * GiB + 20 * MiB));
@@ -235,17 +243,7 @@ TEST_F(NewPeakTest, RoomIsKeptByDefaultOnlyWhereMappingIsExpensive) {
     o.thread_cache = false;
     CachingAllocator a(sim_, o);
     void* weights = a.allocate(1 * GiB);
-    std::int64_t maps_late = 0;
-    for (int step = 0; step < 20; ++step) {
-      const std::int64_t before = a.stats().num_upstream_allocs;
-      void* x = a.allocate(8 * MiB);
-      void* y = a.allocate(8 * MiB);
-      a.deallocate(x);
-      void* z = a.allocate(12 * MiB);
-      a.deallocate(y);
-      a.deallocate(z);
-      if (step >= 5) maps_late += a.stats().num_upstream_allocs - before;
-    }
+    const std::int64_t maps_late = cycling_loop(a);
     if (costly) {
       EXPECT_EQ(maps_late, 0);
       EXPECT_LE(a.stats().reserved_bytes[kStatAggregate].peak,
