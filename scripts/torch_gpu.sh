@@ -24,6 +24,9 @@
 # sanitizer, jobs, search. A warm machine keeps $BUILD (build-torch), so a
 # second call with GENESIS_TORCH_STAGES=jobs,search needs no build.
 # GENESIS_TORCH_STEPS_SCALE scales the jobs' steps (default 1);
+# GENESIS_TORCH_REPEATS is the rounds of every job x allocator (default 3,
+# the order rotated each round; the summary pairs each run with PyTorch
+# native's of the same round);
 # GENESIS_TORCH_ALLOCATORS picks the jobs' allocators (default
 # native,expandable,genesis,genesis-expandable);
 # GENESIS_TORCH_BUDGET_GB is the search's budget (default 12).
@@ -131,7 +134,8 @@ fi
 if want jobs; then
   log "jobs: ${GENESIS_TORCH_ALLOCATORS:-native,expandable,genesis,genesis-expandable}"
   t0=$(stamp)
-  if "$PY" bench/torch/jobs.py all --steps-scale "${GENESIS_TORCH_STEPS_SCALE:-1}" --out "$OUT/torch_jobs.json" \
+  if "$PY" bench/torch/jobs.py all --steps-scale "${GENESIS_TORCH_STEPS_SCALE:-1}" \
+       --repeats "${GENESIS_TORCH_REPEATS:-3}" --out "$OUT/torch_jobs.json" \
        --allocators "${GENESIS_TORCH_ALLOCATORS:-native,expandable,genesis,genesis-expandable}" \
        2>&1 | tee "$OUT/torch_jobs.log"; then
     record jobs PASS "$(( $(stamp) - t0 )) s"

@@ -3,7 +3,7 @@ Genesis (genesis.torch.use_genesis_allocator), each in its own process with
 the same seed and the same sequence of shapes, for memory and speed.
 
     python bench/torch/jobs.py run --job gpt2 --allocator genesis      # one run, one JSON line
-    python bench/torch/jobs.py all --out results.json                   # every job x allocator
+    python bench/torch/jobs.py all --out results.json                   # every job x allocator, 3 rounds
     python bench/torch/jobs.py search --job gpt2 --allocator native --budget-gb 12
     python bench/torch/jobs.py search-all --budget-gb 12 --out search.json
 
@@ -74,12 +74,14 @@ def memory_figures(name):
         s = gt.memory_stats()
         reserved, allocated = s["reserved_bytes.all.peak"], s["allocated_bytes.all.peak"]
         extra = {"num_alloc_retries": s["num_alloc_retries"], "segments": s["segment.all.current"],
-                 "num_device_alloc": s["num_device_alloc"], "peak_requested": s.get("requested_bytes.all.peak")}
+                 "num_device_alloc": s["num_device_alloc"], "num_device_free": s.get("num_device_free", 0),
+                 "peak_requested": s.get("requested_bytes.all.peak")}
     else:
         s = torch.cuda.memory_stats()
         reserved, allocated = s["reserved_bytes.all.peak"], s["allocated_bytes.all.peak"]
         extra = {"num_alloc_retries": s.get("num_alloc_retries", 0), "segments": s.get("segment.all.current", 0),
-                 "num_device_alloc": s.get("num_device_alloc", 0), "peak_requested": s.get("requested_bytes.all.peak")}
+                 "num_device_alloc": s.get("num_device_alloc", 0), "num_device_free": s.get("num_device_free", 0),
+                 "peak_requested": s.get("requested_bytes.all.peak")}
     free, total = torch.cuda.mem_get_info()
     requested = extra.get("peak_requested")
     return {"peak_reserved": reserved, "peak_allocated": allocated,
@@ -310,6 +312,54 @@ def child(cmd):
     return json.loads(lines[-1])
 
 
+def rotated(items, k):
+    """items starting at position k (mod len): round k of a repeated comparison runs the allocators in
+    this order, so none always runs first (a cold machine) or last."""
+    k %= len(items)
+    return items[k:] + items[:k]
+
+
+def summarize(rows, baseline="native"):
+    """One row per job and allocator over the rounds of `all --repeats`: the median steps per second,
+    its spread ((max - min) / median), and the steps per second relative to the baseline's run of the
+    same round, whose median is the figure to quote: the machine's speed drifts between rounds (a
+    GPU's clocks, the host's other tenants), and a ratio within one round cancels most of it. Memory
+    figures are the largest over the rounds. Rows that failed are counted, not averaged."""
+    from statistics import median
+
+    groups, failed = {}, {}
+    for r in rows:
+        key = (r.get("job"), r.get("allocator"))
+        if r.get("ok") and isinstance(r.get("steps_per_s"), (int, float)) and r["steps_per_s"] > 0:
+            groups.setdefault(key, []).append(r)
+        else:
+            failed[key] = failed.get(key, 0) + 1
+    base = {(r["job"], r.get("round", 0)): r["steps_per_s"] for (job, alloc), rs in groups.items()
+            if alloc == baseline for r in rs}
+    out = []
+    for key in sorted(set(groups) | set(failed)):
+        job, alloc = key
+        rs = groups.get(key, [])
+        row = {"job": job, "allocator": alloc, "runs": len(rs), "failed": failed.get(key, 0)}
+        if rs:
+            rates = [r["steps_per_s"] for r in rs]
+            m = median(rates)
+            row.update(steps_per_s=round(m, 3), steps_per_s_min=min(rates), steps_per_s_max=max(rates),
+                       spread=round((max(rates) - min(rates)) / m, 4))
+            ratios = [r["steps_per_s"] / base[(job, r.get("round", 0))] for r in rs
+                      if (job, r.get("round", 0)) in base]
+            if ratios:
+                row.update(vs_baseline=round(median(ratios), 4), vs_baseline_min=round(min(ratios), 4),
+                           vs_baseline_max=round(max(ratios), 4))
+            for k in ("peak_reserved", "peak_allocated", "reserved_per_allocated", "reserved_per_requested",
+                      "num_device_alloc", "num_device_free"):
+                vals = [r[k] for r in rs if isinstance(r.get(k), (int, float))]
+                if vals:
+                    row[k] = max(vals)
+        out.append(row)
+    return out
+
+
 def table(rows, keys):
     widths = [max(len(k), *(len(str(r.get(k, ""))) for r in rows)) for k in keys]
     lines = ["  ".join(k.ljust(w) for k, w in zip(keys, widths))]
@@ -331,6 +381,8 @@ def main():
     a.add_argument("--allocators", default="native,expandable,genesis")
     a.add_argument("--steps-scale", type=float, default=1.0)
     a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--repeats", type=int, default=3,
+                   help="rounds of every job x allocator, the allocators' order rotated each round (default 3)")
     a.add_argument("--out")
     s = sub.add_parser("search")
     s.add_argument("--job", choices=("gpt2", "resnet50", "bert"), required=True)
@@ -353,24 +405,34 @@ def main():
         print(json.dumps(search_one(args.job, args.allocator, args.budget_gb, args.seed, args.probe_steps,
                                     args.max_batch)), flush=True)
     elif args.cmd == "all":
+        if args.repeats < 1:
+            ap.error(f"--repeats must be at least 1, got {args.repeats}")
         rows = []
-        for job in args.jobs.split(","):
-            steps = max(1, int(DEFAULT_STEPS[job] * args.steps_scale))
-            for alloc in args.allocators.split(","):
-                row = child(["run", "--job", job, "--allocator", alloc, "--steps", str(steps), "--seed",
-                             str(args.seed)])
-                row.setdefault("job", job)
-                row.setdefault("allocator", alloc)
-                for k in ("peak_reserved", "peak_allocated", "device_used_end"):
-                    if isinstance(row.get(k), int):
-                        row[k + "_mib"] = round(row[k] / (1 << 20), 1)
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-        print(table(rows, ["job", "allocator", "ok", "steps_per_s", "peak_reserved_mib", "peak_allocated_mib",
-                           "reserved_per_allocated", "reserved_per_requested", "device_used_end_mib", "wall_seconds"]))
+        allocators = args.allocators.split(",")
+        for rnd in range(args.repeats):
+            for job in args.jobs.split(","):
+                steps = max(1, int(DEFAULT_STEPS[job] * args.steps_scale))
+                for alloc in rotated(allocators, rnd):
+                    row = child(["run", "--job", job, "--allocator", alloc, "--steps", str(steps), "--seed",
+                                 str(args.seed)])
+                    row.setdefault("job", job)
+                    row.setdefault("allocator", alloc)
+                    row["round"] = rnd
+                    for k in ("peak_reserved", "peak_allocated", "device_used_end"):
+                        if isinstance(row.get(k), int):
+                            row[k + "_mib"] = round(row[k] / (1 << 20), 1)
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+        print(table(rows, ["round", "job", "allocator", "ok", "steps_per_s", "peak_reserved_mib",
+                           "peak_allocated_mib", "reserved_per_allocated", "reserved_per_requested",
+                           "device_used_end_mib", "wall_seconds"]))
+        summary = summarize(rows)
+        print("\nover the rounds (vs_baseline: steps/s over PyTorch native's in the same round, median and range)")
+        print(table(summary, ["job", "allocator", "runs", "failed", "steps_per_s", "spread", "vs_baseline",
+                              "vs_baseline_min", "vs_baseline_max", "reserved_per_requested", "num_device_alloc"]))
         if args.out:
             with open(args.out, "w") as f:
-                json.dump(rows, f, indent=1)
+                json.dump({"rows": rows, "summary": summary}, f, indent=1)
     elif args.cmd == "search-all":
         rows = []
         for job in args.jobs.split(","):
