@@ -20,7 +20,7 @@ py::dict options_to_dict(const memory::AllocatorOptions& o) {
                                                                          : py::object(py::bool_(o.expandable_segments == Expandable::kOn));
   d["memory_fraction"] = o.memory_fraction;
   d["cache_size"] = o.cache_size_limit == SIZE_MAX ? py::object(py::none()) : py::object(py::int_(o.cache_size_limit));
-  d["thread_cache"] = o.thread_cache;
+  d["thread_cache"] = o.thread_cache.is_auto() ? py::object(py::str("auto")) : py::object(py::bool_(o.thread_cache.resolve(true)));
   d["thread_cache_size"] = o.thread_cache_bytes;
   d["thread_cache_small_count"] = o.thread_cache_small_count;
   d["thread_cache_large_count"] = o.thread_cache_large_count;

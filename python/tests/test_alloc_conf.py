@@ -31,11 +31,16 @@ def test_text_and_keywords_give_the_same_options():
     assert _alloc_conf.parse(_alloc_conf.conf_text(cache_size=None))["cache_size"] is None
     assert _alloc_conf.parse("")["expandable_segments"] == "auto"
     assert _C.format_alloc_conf(" thread_cache : 0 ,") == "thread_cache:False"
+    # The thread cache is the allocator's to resolve unless asked for.
+    assert _alloc_conf.parse("")["thread_cache"] == "auto"
+    assert _alloc_conf.parse("thread_cache:auto")["thread_cache"] == "auto"
+    assert _alloc_conf.parse(_alloc_conf.conf_text(thread_cache=True))["thread_cache"] is True
 
 
 @pytest.mark.parametrize("kwargs, says", [
     (dict(colour="blue"), "unknown option 'colour'"),
     (dict(thread_cache="maybe"), "bad value 'maybe' for thread_cache"),
+    (dict(thread_cache="maybe"), "True, False, auto"),
     (dict(memory_fraction=1.5), "(0, 1]"),
     (dict(arenas=99), "from 0 to 8"),
     (dict(cache_size="lots"), "2GB, 512MiB"),

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -57,6 +58,14 @@ struct Item {
     if (value == "True" || value == "true" || value == "1") return true;
     if (value == "False" || value == "false" || value == "0") return false;
     bad("True, False, true, false, 1 or 0");
+  }
+
+  // A switch the allocator may resolve itself: "auto" is empty.
+  std::optional<bool> boolean_or_auto() const {
+    if (value == "auto") return std::nullopt;
+    if (value == "True" || value == "true" || value == "1") return true;
+    if (value == "False" || value == "false" || value == "0") return false;
+    bad("True, False, auto, true, false, 1 or 0");
   }
 
   std::uint64_t count(std::uint64_t lo, std::uint64_t hi) const {
@@ -110,13 +119,15 @@ struct Item {
 void apply(const Item& it, AllocatorOptions& o) {
   const std::string_view k = it.key;
   if (k == "expandable_segments") {
-    o.expandable_segments = it.value == "auto" ? Expandable::kAuto : it.boolean() ? Expandable::kOn : Expandable::kOff;
+    const std::optional<bool> on = it.boolean_or_auto();
+    o.expandable_segments = !on ? Expandable::kAuto : *on ? Expandable::kOn : Expandable::kOff;
   } else if (k == "memory_fraction") {
     o.memory_fraction = it.fraction();
   } else if (k == "cache_size" || k == "max_cached_bytes") {
     o.cache_size_limit = it.value == "none" || it.value == "unlimited" ? SIZE_MAX : it.size();
   } else if (k == "thread_cache") {
-    o.thread_cache = it.boolean();
+    const std::optional<bool> on = it.boolean_or_auto();
+    o.thread_cache = on ? AutoSwitch(*on) : AutoSwitch::automatic();
   } else if (k == "thread_cache_size") {
     o.thread_cache_bytes = it.size();
   } else if (k == "thread_cache_small_count") {
@@ -160,7 +171,7 @@ const std::vector<AllocConfKey>& alloc_conf_keys() {
       {"memory_fraction", "number in (0, 1]", "cap on reserved memory as a fraction of the device"},
       {"cache_size", "size or none", "cap on cached (reserved - allocated) memory"},
       {"max_cached_bytes", "size or none", "the same as cache_size"},
-      {"thread_cache", "True|False", "per-thread caches on the hot path"},
+      {"thread_cache", "True|False|auto", "per-thread caches on the hot path (default auto)"},
       {"thread_cache_size", "size (0: auto)", "bytes one thread's cache may hold"},
       {"thread_cache_small_count", "1..1048576", "blocks a thread cache keeps per small size"},
       {"thread_cache_large_count", "1..1048576", "blocks a thread cache keeps per large size"},
@@ -229,7 +240,8 @@ std::string format_alloc_conf(const AllocatorOptions& o) {
   }
   if (o.cache_size_limit != d.cache_size_limit)
     add("cache_size", o.cache_size_limit == SIZE_MAX ? "none" : size_text(o.cache_size_limit));
-  if (o.thread_cache != d.thread_cache) add("thread_cache", flag(o.thread_cache));
+  if (o.thread_cache != d.thread_cache)
+    add("thread_cache", o.thread_cache.is_auto() ? "auto" : flag(o.thread_cache.resolve(true)));
   if (o.thread_cache_bytes != d.thread_cache_bytes) add("thread_cache_size", size_text(o.thread_cache_bytes));
   if (o.thread_cache_small_count != d.thread_cache_small_count)
     add("thread_cache_small_count", std::to_string(o.thread_cache_small_count));

@@ -58,6 +58,8 @@ detail::Arena::Arena(std::shared_ptr<UpstreamResource> upstream, AllocatorOption
   total_capacity_ = upstream_->mem_info().total_bytes;
   expandable_.configure(*upstream_, options_);
   large_park_ = options_.thread_cache_large_park;
+  // Note [Thread caches over costly mappings].
+  thread_cache_on_ = options_.thread_cache.resolve(!(expandable_.on() && !upstream_->cheap_page_mapping()));
   // Near fits only over classic segments (Note [Near fits]).
   if (const std::uint32_t n = expandable_.on() ? 0 : options_.thread_cache_near_fit; n != 0)
     near_mul_ = ((std::uint64_t{1} << 32) + n - 1) / n;
@@ -135,7 +137,7 @@ detail::Arena::~Arena() {
 
 ThreadCache* detail::Arena::thread_cache_slow() noexcept {
   if (Arena* root = set_->root(); root != this) return root->thread_cache_slow();  // it deals threads out (Note [Arenas])
-  if (!options_.thread_cache || generation_ == detail::AllocatorRegistry::kNoSlot) return nullptr;
+  if (!thread_cache_on_ || generation_ == detail::AllocatorRegistry::kNoSlot) return nullptr;
   ThreadCache* tc = nullptr;
   try {
     Arena* arena = arena_limit_ > 1 ? &set_->deal() : this;

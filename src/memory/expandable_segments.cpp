@@ -96,18 +96,43 @@
 // mapped in 43 steps, 0.74x the step rate of PyTorch's own allocator). So
 // the mark may stand above the highest allocated bytes by a room that each
 // release at the mark earns with what it gave back, up to release_slack of
-// the allocated peak (auto: 1% where mapping is expensive, none where it is
-// cheap, as on the simulated device without costs, whose replays it would
-// only make larger). Reserved memory stays within max(the strict mark, the
-// allocated peak + 1%); room is earned only by releases at the mark, so a
-// program that only grows keeps none. On the same ResNet-50 job: 1,809
-// chunks mapped, 0.84-0.90x PyTorch's step rate, 1.010 reserved per
-// requested byte (PyTorch's expandable segments: 1.017).
+// the allocated peak (auto: 1.5% where mapping is expensive, none where it
+// is cheap, as on the simulated device without costs, whose replays it
+// would only make larger). Reserved memory stays within max(the strict
+// mark, the allocated peak + 1.5%); room is earned only by releases at the
+// mark, so a program that only grows keeps none. On the same ResNet-50 job
+// with 1% room: 1,809 chunks mapped, 0.84-0.90x PyTorch's step rate, 1.010
+// reserved per requested byte (PyTorch's expandable segments: 1.017); the
+// loop settled only once threads no longer cached blocks (Note [Thread
+// caches over costly mappings]).
 // The rest of the churn is chunk splits (Note [Physical chunks]); leaving
 // chunks whole while there is room made the recorded corpus replay 40%
 // faster on the simulated device but left pages no release could reach
 // (1.046 reserved per live byte on epochs_eval), and bounding them by the
 // room took the speed back.
+//
+// Note [Thread caches over costly mappings]: a loop settles only if every
+// step places its blocks as the step before did: then the pages it touches
+// are those it touched before, and nothing is mapped or unmapped. Blocks
+// that threads hold in their caches break that. Under PyTorch the forward
+// pass allocates on the program's thread and the backward pass on the
+// autograd engine's; a large block parked in one thread's cache (Note
+// [Parked large blocks]) is invisible to the other until a search or a new
+// peak sends it back, and when that happens depends on the threads' timing,
+// so the next step lands elsewhere and maps again. ResNet-50 training on
+// an H200 (bench/RESULTS.md): with the thread cache, 1,949 chunks mapped in
+// 63 steps at 0.85x the step rate of PyTorch's own allocator; without it
+// (or without parking) 709, all in the first steps, at 0.99-1.00x, with
+// 1.013 reserved per requested byte (PyTorch's expandable segments: 1.017).
+// Replayed on one thread the same requests settle either way: the timing
+// is the cause. So where mapping is costly, thread_cache auto means off
+// over expandable segments: what the cache saves (tens of nanoseconds a
+// call) is less than one mapping (~50 us). Turning off parking alone kept
+// the cache's small blocks but reserved 1.025 of the live bytes on the
+// llm_serve trace (simulated device at CUDA's costs) against 1.016 without
+// the cache. The room settled at 1.3% above the allocated peak there,
+// more than 1% (which kept 1,261 chunk maps, 0.93x), hence release_slack
+// auto of 1.5% where mapping is costly.
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -147,7 +172,7 @@ void ExpandableSegments::configure(const UpstreamResource& upstream, const Alloc
                 "upstream page size must be a power of two >= 512, got ", page_size_);
   page_shift_ = std::countr_zero(page_size_);
   chunk_pages_ = options.chunk_pages != 0 ? options.chunk_pages : upstream.cheap_page_mapping() ? 1 : 64;
-  slack_fraction_ = options.release_slack >= 0 ? options.release_slack : upstream.cheap_page_mapping() ? 0.0 : 0.01;
+  slack_fraction_ = options.release_slack >= 0 ? options.release_slack : upstream.cheap_page_mapping() ? 0.0 : 0.015;
 }
 
 void ExpandableSegments::forget(Segment* seg) {

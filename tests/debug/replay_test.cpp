@@ -248,13 +248,13 @@ TEST(ReplayConfigTest, KnownNamesAndErrors) {
                                               "genesis-expandable-pages", "genesis-no-tcache"}));
   using E = memory::AllocatorOptions::Expandable;
   EXPECT_EQ(make_replay_config("genesis").options.expandable_segments, E::kAuto);
-  EXPECT_TRUE(make_replay_config("genesis").options.thread_cache);
+  EXPECT_TRUE(make_replay_config("genesis").options.thread_cache.is_auto());  // resolved by the allocator
   EXPECT_EQ(make_replay_config("genesis-classic").options.expandable_segments, E::kOff);
   EXPECT_EQ(make_replay_config("genesis-expandable").options.expandable_segments, E::kOn);
   EXPECT_EQ(make_replay_config("genesis-expandable").options.chunk_pages, 0u);  // the upstream's default
   EXPECT_EQ(make_replay_config("genesis-expandable-pages").options.expandable_segments, E::kOn);
   EXPECT_EQ(make_replay_config("genesis-expandable-pages").options.chunk_pages, 1u);
-  EXPECT_FALSE(make_replay_config("genesis-no-tcache").options.thread_cache);
+  EXPECT_EQ(make_replay_config("genesis-no-tcache").options.thread_cache, memory::AutoSwitch(false));
   try {
     (void)make_replay_config("pytorch");
     ADD_FAILURE() << "no error";

@@ -34,7 +34,7 @@ TEST(AllocConf, EmptyTextKeepsTheBase) {
   for (const char* text : {"", "   ", ",", " , ,, "}) {
     const AllocatorOptions o = parse_alloc_conf(text, base);
     EXPECT_EQ(o.memory_fraction, 0.25) << text;
-    EXPECT_FALSE(o.thread_cache) << text;
+    EXPECT_EQ(o.thread_cache, AutoSwitch(false)) << text;
     EXPECT_EQ(format_alloc_conf(o), format_alloc_conf(base)) << text;
   }
 }
@@ -47,7 +47,7 @@ TEST(AllocConf, EveryKeySetsItsField) {
   EXPECT_EQ(o.expandable_segments, Expandable::kOn);
   EXPECT_DOUBLE_EQ(o.memory_fraction, 0.5);
   EXPECT_EQ(o.cache_size_limit, std::size_t{2000000000});
-  EXPECT_FALSE(o.thread_cache);
+  EXPECT_EQ(o.thread_cache, AutoSwitch(false));
   EXPECT_EQ(o.thread_cache_bytes, std::size_t{64} << 20);
   EXPECT_EQ(o.thread_cache_small_count, 7u);
   EXPECT_EQ(o.thread_cache_large_count, 3u);
@@ -72,10 +72,34 @@ TEST(AllocConf, BooleansTakeSixSpellings) {
                 .expandable_segments,
             Expandable::kAuto);
   for (const char* bad : {"yes", "TRUE", "on", "2", "Truee"}) {
-    const std::string e = error_of(std::string("thread_cache:") + bad);
-    EXPECT_NE(e.find("thread_cache"), std::string::npos) << e;
+    const std::string e = error_of(std::string("record_events:") + bad);
+    EXPECT_NE(e.find("record_events"), std::string::npos) << e;
     EXPECT_NE(e.find("True, False, true, false, 1 or 0"), std::string::npos) << e;
     EXPECT_NE(e.find(bad), std::string::npos) << e;
+  }
+}
+
+TEST(AllocConf, SwitchesTheAllocatorResolvesTakeAuto) {
+  EXPECT_TRUE(AllocatorOptions{}.thread_cache.is_auto());
+  EXPECT_EQ(parse_alloc_conf("thread_cache:True").thread_cache, AutoSwitch(true));
+  EXPECT_EQ(parse_alloc_conf("thread_cache:0").thread_cache, AutoSwitch(false));
+  const AllocatorOptions off = parse_alloc_conf("thread_cache:False");
+  EXPECT_TRUE(parse_alloc_conf("thread_cache:auto", off).thread_cache.is_auto());
+  EXPECT_EQ(format_alloc_conf(off), "thread_cache:False");
+  EXPECT_EQ(format_alloc_conf(parse_alloc_conf("thread_cache:auto")), "");  // the default
+  EXPECT_EQ(format_alloc_conf(parse_alloc_conf("thread_cache:true")), "thread_cache:True");
+  // auto resolves as asked, an explicit switch ignores it.
+  EXPECT_TRUE(AutoSwitch::automatic().resolve(true));
+  EXPECT_FALSE(AutoSwitch::automatic().resolve(false));
+  EXPECT_TRUE(AutoSwitch(true).resolve(false));
+  EXPECT_FALSE(AutoSwitch(false).resolve(true));
+  for (const char* key : {"thread_cache", "expandable_segments"}) {
+    for (const char* bad : {"yes", "AUTO", "Auto", "2"}) {
+      const std::string e = error_of(std::string(key) + ":" + bad);
+      EXPECT_NE(e.find(key), std::string::npos) << e;
+      EXPECT_NE(e.find("True, False, auto"), std::string::npos) << e;
+      EXPECT_NE(e.find(bad), std::string::npos) << e;
+    }
   }
 }
 

@@ -304,7 +304,7 @@ TEST_F(SimulatedControlsTest, CacheSizeCapsCachedBytes) {
 
 TEST_F(SimulatedControlsTest, WarmupReservesThenHits) {
   for (const AllocatorOptions& o : {AllocatorOptions{}, no_tc()}) {
-    SCOPED_TRACE(o.thread_cache ? "thread cache" : "no thread cache");
+    SCOPED_TRACE(o.thread_cache.resolve(true) ? "thread cache" : "no thread cache");
     auto& a = make(1 * GiB, o);
     a.warmup({{1 * MiB, 4}, {8 * MiB, 2}});
     MemoryStats s = a.stats();

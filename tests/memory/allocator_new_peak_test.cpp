@@ -256,5 +256,45 @@ TEST_F(NewPeakTest, RoomIsKeptByDefaultOnlyWhereMappingIsExpensive) {
   }
 }
 
+// Thread caches are the default except over expandable segments whose
+// pages are costly to map, where a block one thread holds shifts where the
+// others' requests land (Note [Thread caches over costly mappings]); an
+// explicit switch wins either way.
+TEST_F(NewPeakTest, ThreadCachesAreOffByDefaultOnlyOverCostlyMappings) {
+  using Expandable = AllocatorOptions::Expandable;
+  struct Case {
+    bool costly;
+    Expandable expandable;
+    AutoSwitch thread_cache;
+    bool cached;
+  };
+  const Case cases[] = {
+      {false, Expandable::kOn, AutoSwitch::automatic(), true},   // the simulated device's default
+      {false, Expandable::kOff, AutoSwitch::automatic(), true},
+      {true, Expandable::kOff, AutoSwitch::automatic(), true},   // CUDA's default: classic segments
+      {true, Expandable::kOn, AutoSwitch::automatic(), false},   // CUDA with expandable segments
+      {true, Expandable::kOn, AutoSwitch(true), true},
+      {false, Expandable::kOn, AutoSwitch(false), false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << (c.costly ? "costly" : "cheap") << " mapping, expandable "
+                                      << static_cast<int>(c.expandable) << ", thread_cache "
+                                      << static_cast<int>(c.thread_cache.state));
+    sim_ = c.costly ? std::make_shared<SimulatedDevice>(4 * GiB, 0, SimulatedDevice::VmmCost::parse("0.001,0.001,0.001"))
+                    : std::make_shared<SimulatedDevice>(4 * GiB);
+    AllocatorOptions o;
+    o.expandable_segments = c.expandable;
+    o.thread_cache = c.thread_cache;
+    CachingAllocator a(sim_, o);
+    for (int i = 0; i < 100; ++i) a.deallocate(a.allocate(4 * KiB));
+    if (c.cached) {
+      EXPECT_GE(a.stats().num_thread_cache_hits, 90);
+    } else {
+      EXPECT_EQ(a.stats().num_thread_cache_hits, 0);
+    }
+    a.check_invariants();
+  }
+}
+
 }  // namespace
 }  // namespace genesis::memory

@@ -210,7 +210,7 @@ TEST_P(AllocatorContractTest, SegmentAndBlockSizes) {
   for (const AllocatorOptions& opts : {AllocatorOptions{}, no_thread_cache()}) {
     auto a = make_allocator(opts);
     for (const Case& c : cases) {
-      SCOPED_TRACE(::testing::Message() << c.bytes << " bytes, thread_cache=" << opts.thread_cache);
+      SCOPED_TRACE(::testing::Message() << c.bytes << " bytes, thread_cache=" << opts.thread_cache.resolve(true));
       ASSERT_EQ(expected_segment_size(c.bytes), c.segment);  // the table agrees with the helper
       ASSERT_EQ(expected_fresh_block_size(c.bytes), c.block);
       const std::int64_t upstream_before = a->stats().num_upstream_allocs;
@@ -250,7 +250,7 @@ TEST_P(AllocatorContractTest, SameSizeReuseIsACacheHit) {
   for (const AllocatorOptions& opts : {AllocatorOptions{}, no_thread_cache()}) {
     auto a = make_allocator(opts);
     for (std::size_t n : {std::size_t{100}, 4 * KiB, 200 * KiB, 1 * MiB, 3 * MiB, 12 * MiB}) {
-      SCOPED_TRACE(::testing::Message() << n << " bytes, thread_cache=" << opts.thread_cache);
+      SCOPED_TRACE(::testing::Message() << n << " bytes, thread_cache=" << opts.thread_cache.resolve(true));
       void* p = a->allocate(n);
       ASSERT_NE(p, nullptr);
       const MemoryStats s1 = a->stats();

@@ -7,6 +7,21 @@
 
 namespace genesis::memory {
 
+/// On, off, or auto: resolved by the allocator against its upstream. It
+/// converts from bool, so `options.thread_cache = false` still reads as a
+/// plain switch.
+struct AutoSwitch {
+  enum class State : std::uint8_t { kAuto, kOn, kOff };
+  State state = State::kAuto;
+  constexpr AutoSwitch() noexcept = default;
+  constexpr AutoSwitch(bool on) noexcept : state(on ? State::kOn : State::kOff) {}  // NOLINT: implicit on purpose
+  static constexpr AutoSwitch automatic() noexcept { return AutoSwitch{}; }
+  constexpr bool is_auto() const noexcept { return state == State::kAuto; }
+  /// On or off as asked; auto gives `when_auto`.
+  constexpr bool resolve(bool when_auto) const noexcept { return state == State::kAuto ? when_auto : state == State::kOn; }
+  friend constexpr bool operator==(AutoSwitch, AutoSwitch) noexcept = default;
+};
+
 /// Tunables. Defaults follow what works for training workloads.
 struct AllocatorOptions {
   /// Cap on reserved memory as a fraction of the upstream's total.
@@ -14,7 +29,11 @@ struct AllocatorOptions {
   /// Cap on cached (reserved - allocated) bytes; SIZE_MAX = none.
   std::size_t cache_size_limit = SIZE_MAX;
   /// Per-thread caches on the hot path. Off: every call takes the mutex.
-  bool thread_cache = true;
+  /// Auto: on, except over expandable segments where mapping pages is
+  /// expensive (CUDA), where blocks held by one thread made a training
+  /// loop's layout depend on its threads' timing, so that every step mapped
+  /// and unmapped pages again (Note [Thread caches over costly mappings]).
+  AutoSwitch thread_cache;
   /// Bytes one thread's cache may hold; 0 = min(2 GiB, total / 32).
   std::size_t thread_cache_bytes = 0;
   /// Blocks one thread cache keeps per small size / per large size. A
@@ -70,7 +89,7 @@ struct AllocatorOptions {
   /// otherwise unmap pages at its high-water mark every step and map them
   /// again the next (Note [A loop that cycles at the mark]). The room grows
   /// only by what such releases gave back, up to this fraction. Negative
-  /// (auto): 0.01 where mapping is expensive (CUDA), 0 where it is cheap.
+  /// (auto): 0.015 where mapping is expensive (CUDA), 0 where it is cheap.
   double release_slack = -1.0;
   /// Arenas (Note [Arenas]): independent pools, each with its own lock,
   /// free lists and segments; threads are spread over them in the order they

@@ -189,6 +189,7 @@ class Arena {
   // path). 0: exact sizes only (near fits off, or expandable segments).
   std::uint64_t near_mul_ = 0;
   std::uint32_t large_park_ = 0;     // thread_cache_large_park (Note [Parked large blocks])
+  bool thread_cache_on_ = true;      // options' thread_cache resolved (Note [Thread caches over costly mappings])
   // The allocator's thread-local slot (tls_slots), the same in every arena:
   // threads find their caches there (Note [Arenas]).
   int slot_ = 0;                     // index into tls_slots
