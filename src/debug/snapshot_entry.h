@@ -23,6 +23,11 @@ struct SnapshotDevice {
   /// "<source> (device D)", with " of A, B" when several devices have entries.
   std::string name;
   const PickleValue* entries = nullptr;  ///< a list or tuple
+  /// Whether a run of segment_free / segment_unmap entries is the program
+  /// giving the cache back (Note [Released caches]): true for PyTorch's
+  /// history; false for Genesis's (allocator_settings "allocator":
+  /// "genesis"), whose unmaps are the allocator's own releases.
+  bool releases_are_the_programs = true;
 };
 
 /// Checks the snapshot's shape and picks the device: throws

@@ -54,7 +54,12 @@ SnapshotDevice select_snapshot_device(const PickleValue& snapshot, const std::st
   std::string name = source + " (device " + std::to_string(device);
   if (non_empty.size() > 1) name += " of " + join(non_empty);
   name += ")";
-  return SnapshotDevice{device, std::move(name), traces->items[static_cast<std::size_t>(device)]};
+  // A snapshot Genesis wrote says so in its allocator settings.
+  bool by_genesis = false;
+  if (const PickleValue* settings = snapshot.get("allocator_settings"); settings != nullptr && settings->is_dict())
+    if (const PickleValue* who = settings->get("allocator"); who != nullptr && who->is_string())
+      by_genesis = who->text == "genesis";
+  return SnapshotDevice{device, std::move(name), traces->items[static_cast<std::size_t>(device)], !by_genesis};
 }
 
 }  // namespace detail
@@ -103,6 +108,7 @@ Trace trace_from_torch_snapshot(const PickleValue& snapshot, const std::string& 
       } else {
         ++counts.other_ignored;
       }
+      if (!chosen.releases_are_the_programs) continue;  // Genesis released pages on its own
       std::uint64_t t = 0;
       if (r.time(e, t)) {
         builder.empty_cache(t);

@@ -107,7 +107,7 @@ SnapshotCsvResult write_torch_snapshot_csv(const PickleValue& snapshot, const st
 
     // Note [Released caches]: a run of segment releases is PyTorch giving
     // its cache back; the replay needs that said, not inferred.
-    const bool release = a == "segment_free" || a == "segment_unmap";
+    const bool release = chosen.releases_are_the_programs && (a == "segment_free" || a == "segment_unmap");
     if (release && !releasing) {
       detail::append_number(buf, last_time);
       buf += ",empty_cache,0,0,";

@@ -28,7 +28,7 @@ constexpr std::int64_t kSide = 94000000000;  // a side stream's handle
 // One device: a segment, allocations on two streams with frames, frees (some
 // never), every action PyTorch records, an annotation and an OOM (which
 // carries device_free, not addr).
-std::string snapshot_bytes() {
+std::string snapshot_bytes(const char* allocator = nullptr) {
   PickleWriter w(4);
   w.empty_dict().mark().key("segments").empty_list().key("device_traces").empty_list().mark();
   w.empty_list().mark();
@@ -50,7 +50,11 @@ std::string snapshot_bytes() {
   w.key("stream").integer(0).key("time_us").integer(1203).setitems();
   write_entry(w, "segment_free", kBase, 20 << 20, 0, 1300);
   w.appends();
-  w.appends().setitems().stop();
+  w.appends();
+  // Genesis's snapshots name their allocator in allocator_settings.
+  if (allocator != nullptr)
+    w.key("allocator_settings").empty_dict().mark().key("allocator").str(allocator).setitems();
+  w.setitems().stop();
   return w.bytes();
 }
 
@@ -83,6 +87,29 @@ TEST_F(SnapshotCsv, EveryAllocatorEntryBecomesALineWithItsRealAddress) {
   EXPECT_EQ(lines[18], "1201,segment_unmap," + std::to_string(kBase + (20 << 20)) + ",2097152,0");
   EXPECT_EQ(lines[19], "1203,oom,0,1073741824,0");
   EXPECT_EQ(lines[20], "1300,segment_free," + std::to_string(kBase) + ",20971520,0");
+}
+
+// A snapshot Genesis wrote records its own unmaps of free pages; they are
+// not the program emptying its cache, so neither reading nor converting it
+// adds an empty_cache. Any other allocator's are the program's.
+TEST_F(SnapshotCsv, AGenesisSnapshotsUnmapsAreNotTheProgramsReleases) {
+  const std::string genesis = write_plain("g.pickle", snapshot_bytes("genesis"));
+  const SnapshotCsvResult r = convert_torch_snapshot_file(genesis, path("g.trace.csv"));
+  EXPECT_EQ(r.rows, 19u);  // the entries alone
+  const std::string text = read_bytes(path("g.trace.csv"));
+  EXPECT_EQ(text.find("empty_cache"), std::string::npos) << text;
+  EXPECT_NE(text.find("segment_unmap"), std::string::npos);
+  const Trace from_pickle = read_trace(genesis);
+  EXPECT_EQ(from_pickle.counts.empty_cache, 0u);
+  EXPECT_EQ(from_pickle.counts.segment_free, 1u);
+  EXPECT_EQ(from_pickle.events.size(), 10u);  // 6 allocations and 4 frees
+  const Trace from_csv = read_trace(path("g.trace.csv"));
+  EXPECT_EQ(from_csv.events.size(), from_pickle.events.size());
+  EXPECT_EQ(from_csv.peak_live_bytes, from_pickle.peak_live_bytes);
+
+  const std::string other = write_plain("o.pickle", snapshot_bytes("native"));
+  EXPECT_EQ(read_trace(other).counts.empty_cache, 1u);
+  EXPECT_EQ(convert_torch_snapshot_file(other, path("o.trace.csv")).rows, 20u);
 }
 
 TEST_F(SnapshotCsv, TheCsvReplaysExactlyAsTheSnapshot) {

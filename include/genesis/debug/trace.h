@@ -20,7 +20,10 @@
 // its own, "empty_cache", which converting a PyTorch snapshot writes before
 // each run of segment_free / segment_unmap entries (genesis-mem convert),
 // and reading a snapshot directly turns into the same event. The replay
-// calls empty_cache() there.
+// calls empty_cache() there. A snapshot Genesis wrote (its
+// allocator_settings name the allocator "genesis") gets none: its unmaps
+// are the allocator's own releases, and its history does not record the
+// program's empty_cache() calls.
 //
 // Note [Trace slots]: a replay must not spend its time hashing addresses. So
 // read_trace() resolves them once: every `alloc` gets a slot (a small dense
