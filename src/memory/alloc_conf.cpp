@@ -54,17 +54,22 @@ struct Item {
     GENESIS_THROW(InvalidArgumentError, source, ": bad value '", value, "' for ", key, ": expected ", expected);
   }
 
-  bool boolean() const {
+  // One of the six spellings of a boolean, or empty.
+  std::optional<bool> spelled_boolean() const {
     if (value == "True" || value == "true" || value == "1") return true;
     if (value == "False" || value == "false" || value == "0") return false;
+    return std::nullopt;
+  }
+
+  bool boolean() const {
+    if (const std::optional<bool> b = spelled_boolean()) return *b;
     bad("True, False, true, false, 1 or 0");
   }
 
   // A switch the allocator may resolve itself: "auto" is empty.
   std::optional<bool> boolean_or_auto() const {
     if (value == "auto") return std::nullopt;
-    if (value == "True" || value == "true" || value == "1") return true;
-    if (value == "False" || value == "false" || value == "0") return false;
+    if (const std::optional<bool> b = spelled_boolean()) return b;
     bad("True, False, auto, true, false, 1 or 0");
   }
 

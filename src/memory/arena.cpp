@@ -59,7 +59,7 @@ detail::Arena::Arena(std::shared_ptr<UpstreamResource> upstream, AllocatorOption
   expandable_.configure(*upstream_, options_);
   large_park_ = options_.thread_cache_large_park;
   // Note [Thread caches over costly mappings].
-  thread_cache_on_ = options_.thread_cache.resolve(!(expandable_.on() && !upstream_->cheap_page_mapping()));
+  thread_cache_on_ = options_.thread_cache.resolve(!expandable_.costly());
   // Near fits only over classic segments (Note [Near fits]).
   if (const std::uint32_t n = expandable_.on() ? 0 : options_.thread_cache_near_fit; n != 0)
     near_mul_ = ((std::uint64_t{1} << 32) + n - 1) / n;

@@ -166,13 +166,14 @@ void ExpandableSegments::configure(const UpstreamResource& upstream, const Alloc
         (options.expandable_segments == Expandable::kOn ||
          (options.expandable_segments == Expandable::kAuto && upstream.cheap_page_mapping()));
   strand_pages_ = options.chunk_strand_pages;
+  costly_ = on_ && !upstream.cheap_page_mapping();
   if (!on_) return;
   page_size_ = upstream.page_size();
   GENESIS_CHECK(page_size_ >= kAlignment && (page_size_ & (page_size_ - 1)) == 0,
                 "upstream page size must be a power of two >= 512, got ", page_size_);
   page_shift_ = std::countr_zero(page_size_);
-  chunk_pages_ = options.chunk_pages != 0 ? options.chunk_pages : upstream.cheap_page_mapping() ? 1 : 64;
-  slack_fraction_ = options.release_slack >= 0 ? options.release_slack : upstream.cheap_page_mapping() ? 0.0 : 0.015;
+  chunk_pages_ = options.chunk_pages != 0 ? options.chunk_pages : costly_ ? 64 : 1;
+  slack_fraction_ = options.release_slack >= 0 ? options.release_slack : costly_ ? 0.015 : 0.0;
 }
 
 void ExpandableSegments::forget(Segment* seg) {

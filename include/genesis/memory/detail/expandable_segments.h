@@ -28,6 +28,9 @@ class ExpandableSegments {
   /// for a bad page size.
   void configure(const UpstreamResource& upstream, const AllocatorOptions& options);
   bool on() const noexcept { return on_; }
+  /// On over an upstream whose page mappings cost the driver real time
+  /// (CUDA): the auto settings that trade memory for fewer mappings apply.
+  bool costly() const noexcept { return costly_; }
   std::size_t page_size() const noexcept { return page_size_; }
   std::size_t page_floor(std::size_t off) const noexcept { return off >> page_shift_; }
   std::size_t page_ceil(std::size_t off) const noexcept { return (off + page_size_ - 1) >> page_shift_; }
@@ -65,6 +68,7 @@ class ExpandableSegments {
   void map_chunk(Arena& a, Block* b, std::size_t bytes, std::size_t first, std::size_t end, std::size_t chunk);
 
   bool on_ = false;              // resolved from options + upstream support
+  bool costly_ = false;          // on_ over an upstream without cheap page mapping
   std::size_t page_size_ = 0;    // upstream page size when on
   int page_shift_ = 0;           // log2(page_size_): page numbers by shifts, not 64-bit divisions
   std::size_t chunk_pages_ = 1;  // options' chunk_pages resolved (Note [Physical chunks])
