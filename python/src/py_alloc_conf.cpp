@@ -28,7 +28,9 @@ py::dict options_to_dict(const memory::AllocatorOptions& o) {
   d["thread_cache_flush_at_peak"] = o.thread_cache_flush_at_peak;
   d["thread_cache_near_fit"] = o.thread_cache_near_fit;
   d["chunk_pages"] = o.chunk_pages;
-  d["chunk_strand_pages"] = o.chunk_strand_pages;
+  d["chunk_strand_pages"] = o.chunk_strand_pages == memory::AllocatorOptions::kAutoStrandPages
+                                ? py::object(py::str("auto"))
+                                : py::object(py::int_(o.chunk_strand_pages));
   d["release_slack"] = o.release_slack < 0 ? py::object(py::str("auto")) : py::object(py::float_(o.release_slack));
   d["arenas"] = o.arenas;
   d["record_events"] = o.record_events;

@@ -35,6 +35,10 @@ def test_text_and_keywords_give_the_same_options():
     assert _alloc_conf.parse("")["thread_cache"] == "auto"
     assert _alloc_conf.parse("thread_cache:auto")["thread_cache"] == "auto"
     assert _alloc_conf.parse(_alloc_conf.conf_text(thread_cache=True))["thread_cache"] is True
+    # So is how many pages a chunk may strand past a block, unless a number is given.
+    assert _alloc_conf.parse("")["chunk_strand_pages"] == "auto"
+    assert _alloc_conf.parse("chunk_strand_pages:4")["chunk_strand_pages"] == 4
+    assert _alloc_conf.parse(_alloc_conf.conf_text(chunk_strand_pages="auto"))["chunk_strand_pages"] == "auto"
 
 
 @pytest.mark.parametrize("kwargs, says", [
@@ -43,6 +47,7 @@ def test_text_and_keywords_give_the_same_options():
     (dict(thread_cache="maybe"), "True, False, auto"),
     (dict(memory_fraction=1.5), "(0, 1]"),
     (dict(arenas=99), "from 0 to 8"),
+    (dict(chunk_strand_pages="some"), "auto or a whole number from 0 to 1048576"),
     (dict(cache_size="lots"), "2GB, 512MiB"),
     (dict(cache_size="1GB,thread_cache:0"), "must not contain"),
     (dict(expandable_segments=None), "None is only allowed for cache_size"),

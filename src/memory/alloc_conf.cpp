@@ -73,16 +73,18 @@ struct Item {
     bad("True, False, auto, true, false, 1 or 0");
   }
 
-  std::uint64_t count(std::uint64_t lo, std::uint64_t hi) const {
+  // `prefix` names what else the key takes ("auto or "), for the message.
+  std::uint64_t count(std::uint64_t lo, std::uint64_t hi, std::string_view prefix = {}) const {
+    const std::string expected =
+        std::string(prefix) + "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
     std::uint64_t v = 0;
-    if (value.empty()) bad("a whole number");
+    if (value.empty()) bad(expected);
     for (char c : value) {
-      if (c < '0' || c > '9') bad("a whole number");
-      if (v > (std::numeric_limits<std::uint64_t>::max() - 9) / 10) bad("a smaller number");
+      if (c < '0' || c > '9') bad(expected);
+      if (v > (std::numeric_limits<std::uint64_t>::max() - 9) / 10) bad("a smaller number: " + expected);
       v = v * 10 + static_cast<std::uint64_t>(c - '0');
     }
-    if (v < lo || v > hi)
-      bad("a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
+    if (v < lo || v > hi) bad(expected);
     return v;
   }
 
@@ -148,7 +150,8 @@ void apply(const Item& it, AllocatorOptions& o) {
   } else if (k == "chunk_pages") {
     o.chunk_pages = static_cast<std::uint32_t>(it.count(0, 1u << 20));
   } else if (k == "chunk_strand_pages") {
-    o.chunk_strand_pages = static_cast<std::uint32_t>(it.count(0, 1u << 20));
+    o.chunk_strand_pages = it.value == "auto" ? AllocatorOptions::kAutoStrandPages
+                                              : static_cast<std::uint32_t>(it.count(0, 1u << 20, "auto or "));
   } else if (k == "release_slack") {
     o.release_slack = it.slack();
   } else if (k == "arenas") {
@@ -185,7 +188,7 @@ const std::vector<AllocConfKey>& alloc_conf_keys() {
        "expandable segments: thread caches go back to the pool before it maps past its peak"},
       {"thread_cache_near_fit", "0..1024", "near fits: a cached block at most 1/N larger (0: off)"},
       {"chunk_pages", "0..1048576 (0: auto)", "expandable segments: most pages one physical chunk spans"},
-      {"chunk_strand_pages", "0..1048576", "expandable segments: pages a chunk may strand outside a block"},
+      {"chunk_strand_pages", "auto or 0..1048576", "expandable segments: pages a chunk may strand outside a block"},
       {"release_slack", "auto or 0..0.1",
        "expandable segments: room above the allocated peak a loop may keep instead of remapping each step"},
       {"arenas", "0..8 (0: one per hardware thread)", "independent pools threads are spread over"},
@@ -259,7 +262,10 @@ std::string format_alloc_conf(const AllocatorOptions& o) {
   if (o.thread_cache_near_fit != d.thread_cache_near_fit)
     add("thread_cache_near_fit", std::to_string(o.thread_cache_near_fit));
   if (o.chunk_pages != d.chunk_pages) add("chunk_pages", std::to_string(o.chunk_pages));
-  if (o.chunk_strand_pages != d.chunk_strand_pages) add("chunk_strand_pages", std::to_string(o.chunk_strand_pages));
+  if (o.chunk_strand_pages != d.chunk_strand_pages)
+    add("chunk_strand_pages", o.chunk_strand_pages == AllocatorOptions::kAutoStrandPages
+                                  ? std::string("auto")
+                                  : std::to_string(o.chunk_strand_pages));
   if (o.release_slack != d.release_slack) {
     char buf[64];
     if (o.release_slack < 0) {

@@ -104,6 +104,14 @@ TEST(AllocConf, SwitchesTheAllocatorResolvesTakeAuto) {
 }
 
 TEST(AllocConf, ReleaseSlackIsAutoOrASmallFraction) {
+  EXPECT_EQ(AllocatorOptions{}.chunk_strand_pages, AllocatorOptions::kAutoStrandPages);  // auto by default
+  EXPECT_EQ(parse_alloc_conf("chunk_strand_pages:auto", parse_alloc_conf("chunk_strand_pages:3")).chunk_strand_pages,
+            AllocatorOptions::kAutoStrandPages);
+  EXPECT_EQ(parse_alloc_conf("chunk_strand_pages:0").chunk_strand_pages, 0u);
+  for (const char* bad : {"-1", "Auto", "2x", "1048577"}) {
+    const std::string e = error_of(std::string("chunk_strand_pages:") + bad);
+    EXPECT_NE(e.find("auto or a whole number from 0 to 1048576"), std::string::npos) << bad << ": " << e;
+  }
   EXPECT_LT(AllocatorOptions{}.release_slack, 0.0);  // auto by default
   EXPECT_DOUBLE_EQ(parse_alloc_conf("release_slack:0").release_slack, 0.0);
   EXPECT_DOUBLE_EQ(parse_alloc_conf("release_slack:0.1").release_slack, 0.1);
@@ -118,6 +126,8 @@ TEST(AllocConf, ReleaseSlackIsAutoOrASmallFraction) {
     EXPECT_EQ(parse_alloc_conf(format_alloc_conf(o)).release_slack, o.release_slack) << text;
   }
   EXPECT_EQ(format_alloc_conf(parse_alloc_conf("release_slack:0.015")), "release_slack:0.015");
+  EXPECT_EQ(format_alloc_conf(parse_alloc_conf("chunk_strand_pages:auto")), "");  // the default
+  EXPECT_EQ(format_alloc_conf(parse_alloc_conf("chunk_strand_pages:0")), "chunk_strand_pages:0");
 }
 
 TEST(AllocConf, CacheSizeAcceptsUnitsAndNone) {

@@ -99,6 +99,70 @@ TEST_F(AllocatorChunksTest, AChunkReachingFewPagesPastTheBlockStaysWhole) {
   a.deallocate(s);
 }
 
+// Note [Stranded pages]: where mapping is costly, the pages a chunk may keep
+// past a block grow with the allocated peak (0.3% of it, at least one page);
+// where it is cheap nothing strands (the test above).
+TEST_F(AllocatorChunksTest, WhereMappingIsCostlyTheStrandAllowanceGrowsWithTheAllocatedPeak) {
+  auto costly = [this](std::size_t capacity) -> CachingAllocator& {
+    a_.reset();
+    sim_ = std::make_shared<SimulatedDevice>(capacity, 0, SimulatedDevice::VmmCost::parse("0.001,0.001,0.001"));
+    AllocatorOptions o;
+    o.expandable_segments = AllocatorOptions::Expandable::kOn;
+    o.thread_cache = false;
+    o.chunk_pages = 64;
+    a_ = std::make_unique<CachingAllocator>(sim_, o);
+    return *a_;
+  };
+  // A small program: one page of allowance, so 5 pages past a block split.
+  {
+    CachingAllocator& a = costly(4 * GiB);
+    void* p = a.allocate(40 * MiB);  // one chunk of 20 pages
+    a.deallocate(p);
+    void* q = a.allocate(30 * MiB);  // 5 pages of the chunk past it
+    EXPECT_EQ(q, p);
+    EXPECT_EQ(sim_->num_chunks_unmapped(), 1u);
+    EXPECT_EQ(reserved(), static_cast<std::int64_t>(30 * MiB));
+    a.deallocate(q);
+  }
+  // With 4 GiB allocated the allowance is 2,068 * 0.3% = 6 pages: 5 strand,
+  // 10 do not.
+  {
+    CachingAllocator& a = costly(64 * GiB);
+    void* big = a.allocate(4 * GiB);
+    void* p = a.allocate(40 * MiB);
+    a.deallocate(p);
+    void* q = a.allocate(30 * MiB);
+    EXPECT_EQ(q, p);
+    EXPECT_EQ(sim_->num_chunks_unmapped(), 0u);
+    EXPECT_EQ(reserved(), static_cast<std::int64_t>(4 * GiB + 40 * MiB));  // the 5 pages stay, stranded
+    a.deallocate(q);
+    void* r = a.allocate(20 * MiB);  // 10 pages past it: split
+    EXPECT_EQ(r, p);
+    EXPECT_EQ(sim_->num_chunks_unmapped(), 1u);
+    EXPECT_EQ(reserved(), static_cast<std::int64_t>(4 * GiB + 20 * MiB));
+    a.deallocate(r);
+    a.deallocate(big);
+  }
+  // An explicit chunk_strand_pages still means that many pages, costly or not.
+  {
+    a_.reset();
+    sim_ = std::make_shared<SimulatedDevice>(64 * GiB, 0, SimulatedDevice::VmmCost::parse("0.001,0.001,0.001"));
+    AllocatorOptions o;
+    o.expandable_segments = AllocatorOptions::Expandable::kOn;
+    o.thread_cache = false;
+    o.chunk_pages = 64;
+    o.chunk_strand_pages = 0;
+    a_ = std::make_unique<CachingAllocator>(sim_, o);
+    void* big = a_->allocate(4 * GiB);
+    void* p = a_->allocate(40 * MiB);
+    a_->deallocate(p);
+    void* q = a_->allocate(30 * MiB);
+    EXPECT_EQ(sim_->num_chunks_unmapped(), 1u);
+    a_->deallocate(q);
+    a_->deallocate(big);
+  }
+}
+
 // A new peak releases free chunks, never the chunk under a live block.
 TEST_F(AllocatorChunksTest, ReleaseAtANewPeakTakesWholeFreeChunksOnly) {
   CachingAllocator& a = make(4);

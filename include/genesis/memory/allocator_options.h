@@ -82,8 +82,12 @@ struct AllocatorOptions {
   /// block's pages mapped again) unless at most this many of its pages lie
   /// outside the block (Note [Physical chunks]). 0: always, so that every
   /// free page can later be released (the least memory); more: fewer
-  /// mappings, a little more memory.
-  std::uint32_t chunk_strand_pages = 0;
+  /// mappings, a little more memory. kAutoStrandPages (the default): where
+  /// mapping is expensive (CUDA), one page or 0.3% of the highest allocated
+  /// bytes so far, whichever is more (Note [Stranded pages]); where it is
+  /// cheap, 0.
+  static constexpr std::uint32_t kAutoStrandPages = 0xffffffffu;
+  std::uint32_t chunk_strand_pages = kAutoStrandPages;
   /// Expandable segments: how far above the peak of allocated bytes, as a
   /// fraction of it, reserved memory may settle in a loop that would
   /// otherwise unmap pages at its high-water mark every step and map them

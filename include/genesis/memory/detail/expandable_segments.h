@@ -72,7 +72,10 @@ class ExpandableSegments {
   std::size_t page_size_ = 0;    // upstream page size when on
   int page_shift_ = 0;           // log2(page_size_): page numbers by shifts, not 64-bit divisions
   std::size_t chunk_pages_ = 1;  // options' chunk_pages resolved (Note [Physical chunks])
-  std::size_t strand_pages_ = 0;  // options' chunk_strand_pages
+  std::size_t strand_pages_ = 0;  // options' chunk_strand_pages, or the floor of the auto rule
+  bool strand_auto_ = false;      // chunk_strand_pages auto where mapping is costly (Note [Stranded pages])
+  // Pages a chunk may leave outside a block it is not split under.
+  std::size_t strand_allowance() const noexcept;
   std::vector<Segment*> segments_;
   struct ReleaseCandidate {
     std::uintptr_t start;  // address of page `first`: the release order's key, computed once
