@@ -381,7 +381,11 @@ TEST_P(AllocatorContractTest, SplitAndCoalesce) {
 // With thread caches on, freed blocks wait in the caller's cache
 // ("thread_cached"); empty_cache() takes them back and releases everything.
 TEST_P(AllocatorContractTest, EmptyCacheReleasesThreadCachedBlocks) {
-  auto a = make_allocator();
+  // On by name: its default is off over expandable segments whose pages are
+  // costly to map (Note [Thread caches over costly mappings]).
+  AllocatorOptions o;
+  o.thread_cache = true;
+  auto a = make_allocator(o);
   std::vector<void*> ptrs;
   for (std::size_t n : {512 * std::size_t{1}, 4 * KiB, 4 * KiB, 64 * KiB, 1 * MiB, 2 * MiB, 12 * MiB})
     ptrs.push_back(a->allocate(n));
@@ -550,6 +554,7 @@ TEST_P(AllocatorContractTest, BlockHandleApi) {
 // thread; what does not fit goes back to the pool (and coalesces there).
 TEST_P(AllocatorContractTest, ThreadCacheLimits) {
   AllocatorOptions o;
+  o.thread_cache = true;  // by name: off by default over costly mappings
   o.thread_cache_small_count = 2;
   o.thread_cache_large_count = 1;
   o.thread_cache_bytes = 64 * MiB;  // the default (total / 32) is only 2 MiB on a small device
