@@ -576,6 +576,7 @@ TEST_P(AllocatorContractTest, ThreadCacheLimits) {
   EXPECT_EQ(a->stats().reserved_bytes[kStatAggregate].current, 0);
 
   AllocatorOptions bytes;
+  bytes.thread_cache = true;
   bytes.thread_cache_bytes = 8 * KiB;
   auto b = make_allocator(bytes);
   std::vector<void*> ptrs;
