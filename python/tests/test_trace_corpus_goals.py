@@ -65,3 +65,32 @@ def test_never_more_than_pytorchs_best_setting(replay):
             worse[t["name"]] = (r["peak_reserved_bytes"], best, theirs)
     assert compared >= 8, "every trace of the corpus carries PyTorch's figures"
     assert not worse, worse
+
+
+# The same corpus where mapping pages costs what it does on CUDA (the
+# simulated device spins for each map and unmap): the auto settings then
+# resolve as on a GPU (chunks of many pages, stranded pages, room at the
+# mark), and expandable segments must still reserve no more than the goal
+# and PyTorch's best setting. The cost makes this replay take about a second.
+@pytest.fixture(scope="module")
+def costly_replay():
+    p = run_genesis_mem("replay", "--corpus", str(CORPUS), "--config", "genesis-expandable", "--sim-vmm-cost", "cuda",
+                        "--warmup", "0", "--json", "--no-progress", timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads(p.stdout)
+
+
+def test_expandable_segments_at_cudas_mapping_costs_stay_at_the_goal(costly_replay):
+    over, worse = {}, {}
+    for t in costly_replay["traces"]:
+        (r,) = t["results"]
+        assert r["ooms"] == 0
+        assert r["upstream_allocs"] > 0  # pages were mapped: the costly path ran
+        if r["reserved_per_live"] > GOAL:
+            over[t["name"]] = round(r["reserved_per_live"], 4)
+        best = t.get("pytorch_best")
+        if best is not None and r["peak_reserved_bytes"] > t["pytorch"][best]["peak_reserved_bytes"]:
+            worse[t["name"]] = (r["peak_reserved_bytes"], best, t["pytorch"][best]["peak_reserved_bytes"])
+    assert len(costly_replay["traces"]) >= 8
+    assert not over, f"peak reserved / peak live above {GOAL}: {over}"
+    assert not worse, worse

@@ -82,20 +82,22 @@
 // instead strands its pages outside the block: free, but unreleasable until
 // the block goes. Whether that costs memory depends on the workload: on
 // bert_dynamic (dynamic padding: every step's sizes differ) never splitting
-// cut the driver calls 7x at the same peak reserved; on llm_serve (a KV
+// cut the driver calls 8x at the same peak reserved; on llm_serve (a KV
 // cache grown token by token) and long_run it reserved 1.05-1.10x the live
 // bytes instead of 1.016. A fixed allowance of pages did not scale: one
 // page is a quarter of a percent of llm_serve's 770 MB and nothing on a
 // 14 GB job, where four pages still cost nothing. So where mapping is
 // costly the allowance is one page or 0.3% of the highest allocated bytes
-// so far, whichever is more (a chunk is at most chunk_pages: the
-// allowance only ever strands part of one). On the recorded corpus with
+// so far, whichever is more, for each chunk a block would split (a chunk
+// spans at most chunk_pages pages). On the recorded corpus with
 // CUDA's costs simulated: the same peak reserved per live byte on every
-// trace (within 0.0003), 1.5x fewer driver calls in geometric mean
-// (2.6x on the GPT-2 trace, at 1.015 instead of 1.014); at 0.8% llm_serve
-// and multi_stream passed 1.02 and the GPT-2 trace reached 1.029, at 0.2%
-// half the calls were saved (bench/RESULTS.md). What
-// strands still counts as reserved, and goes when the block does.
+// trace (one lower), 1.7x fewer driver calls in geometric mean (3.1x on
+// bert_dynamic; 2.7x on the GPT-2 trace, at 1.015 instead of 1.014); at
+// 0.8% multi_stream passed 1.02 and the GPT-2 trace reached 1.029; at 0.2%
+// 18% more calls were left. On an H200 the corpus replay took 1.9x less
+// time per event, and BERT and GPT-2 training mapped 3-4x fewer chunks
+// (bench/RESULTS.md). What strands still counts as reserved, and goes when
+// the block does.
 //
 // Note [Settled segments]: unmapping is not stream-ordered, so before pages
 // of free blocks are unmapped the segment's stream is synchronised: work

@@ -144,6 +144,9 @@ struct StressConfig {
   bool expandable = false;  // expandable segments (else classic ones)
   std::uint32_t chunk_pages = 0;  // AllocatorOptions::chunk_pages
   std::size_t capacity = 16 * GiB;
+  // Mapping priced like CUDA's (a token cost): the auto settings resolve as
+  // they do there, chunk_strand_pages among them.
+  bool costly_mapping = false;
 };
 
 struct StressResult {
@@ -157,7 +160,9 @@ struct StressResult {
 // cache, collects garbage, reads stats and snapshots, and completes the
 // simulated GPU work.
 StressResult run_simulated_stress(const StressConfig& cfg) {
-  auto sim = std::make_shared<SimulatedDevice>(cfg.capacity);
+  auto sim = cfg.costly_mapping
+                 ? std::make_shared<SimulatedDevice>(cfg.capacity, 0, SimulatedDevice::VmmCost::parse("0.001,0.001,0.001"))
+                 : std::make_shared<SimulatedDevice>(cfg.capacity);
   std::vector<StreamId> streams{0};
   for (int i = 0; i < 3; ++i) streams.push_back(sim->create_stream());
   AllocatorOptions opts;
@@ -356,6 +361,19 @@ TEST(AllocatorStress, SimulatedDeviceMixedExpandableChunked) {
   cfg.expandable = true;
   cfg.chunk_pages = 4;
   cfg.ops_per_thread = scaled(30000);
+  const StressResult r = run_simulated_stress(cfg);
+  EXPECT_GT(r.allocs, cfg.ops_per_thread);
+}
+
+// Where mapping is costly a chunk may strand pages past a block instead of
+// being split (Note [Stranded pages]): a block then lands in a chunk that
+// still holds another's pages, and no release may cut or unmap it.
+TEST(AllocatorStress, SimulatedDeviceMixedExpandableStrandedChunks) {
+  StressConfig cfg;
+  cfg.expandable = true;
+  cfg.costly_mapping = true;
+  cfg.chunk_pages = 8;
+  cfg.ops_per_thread = scaled(20000);
   const StressResult r = run_simulated_stress(cfg);
   EXPECT_GT(r.allocs, cfg.ops_per_thread);
 }
