@@ -69,7 +69,8 @@
 //     the block's own pages are mapped again as chunks of their own.
 // Invariant: a chunk of several pages lies inside one block's whole pages,
 // except for the pages chunk_strand_pages lets a chunk keep past a block
-// (Note [Stranded pages]); a page shared by two blocks is a chunk alone. Measured on the GPT-2 trace
+// (Note [Stranded pages]); a page shared by two blocks is a chunk alone.
+// Measured on the GPT-2 trace
 // (simulated device with CUDA's costs, bench/RESULTS.md): the same 1.005x
 // reserved/live as a handle per page, with 2,740 chunks mapped instead of
 // 8,174. chunk_strand_pages trades a little memory for fewer splits.

@@ -160,9 +160,9 @@ struct StressResult {
 // cache, collects garbage, reads stats and snapshots, and completes the
 // simulated GPU work.
 StressResult run_simulated_stress(const StressConfig& cfg) {
-  auto sim = cfg.costly_mapping
-                 ? std::make_shared<SimulatedDevice>(cfg.capacity, 0, SimulatedDevice::VmmCost::parse("0.001,0.001,0.001"))
-                 : std::make_shared<SimulatedDevice>(cfg.capacity);
+  const SimulatedDevice::VmmCost cost =
+      cfg.costly_mapping ? SimulatedDevice::VmmCost::parse("0.001,0.001,0.001") : SimulatedDevice::VmmCost{};
+  auto sim = std::make_shared<SimulatedDevice>(cfg.capacity, 0, cost);
   std::vector<StreamId> streams{0};
   for (int i = 0; i < 3; ++i) streams.push_back(sim->create_stream());
   AllocatorOptions opts;
