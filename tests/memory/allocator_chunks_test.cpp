@@ -103,13 +103,15 @@ TEST_F(AllocatorChunksTest, AChunkReachingFewPagesPastTheBlockStaysWhole) {
 // past a block grow with the allocated peak (0.3% of it, at least one page);
 // where it is cheap nothing strands (the test above).
 TEST_F(AllocatorChunksTest, WhereMappingIsCostlyTheStrandAllowanceGrowsWithTheAllocatedPeak) {
-  auto costly = [this](std::size_t capacity) -> CachingAllocator& {
+  auto costly = [this](std::size_t capacity,
+                       std::uint32_t strand = AllocatorOptions::kAutoStrandPages) -> CachingAllocator& {
     a_.reset();
     sim_ = std::make_shared<SimulatedDevice>(capacity, 0, SimulatedDevice::VmmCost::parse("0.001,0.001,0.001"));
     AllocatorOptions o;
     o.expandable_segments = AllocatorOptions::Expandable::kOn;
     o.thread_cache = false;
     o.chunk_pages = 64;
+    o.chunk_strand_pages = strand;
     a_ = std::make_unique<CachingAllocator>(sim_, o);
     return *a_;
   };
@@ -145,21 +147,14 @@ TEST_F(AllocatorChunksTest, WhereMappingIsCostlyTheStrandAllowanceGrowsWithTheAl
   }
   // An explicit chunk_strand_pages still means that many pages, costly or not.
   {
-    a_.reset();
-    sim_ = std::make_shared<SimulatedDevice>(64 * GiB, 0, SimulatedDevice::VmmCost::parse("0.001,0.001,0.001"));
-    AllocatorOptions o;
-    o.expandable_segments = AllocatorOptions::Expandable::kOn;
-    o.thread_cache = false;
-    o.chunk_pages = 64;
-    o.chunk_strand_pages = 0;
-    a_ = std::make_unique<CachingAllocator>(sim_, o);
-    void* big = a_->allocate(4 * GiB);
-    void* p = a_->allocate(40 * MiB);
-    a_->deallocate(p);
-    void* q = a_->allocate(30 * MiB);
+    CachingAllocator& a = costly(64 * GiB, /*strand=*/0);
+    void* big = a.allocate(4 * GiB);
+    void* p = a.allocate(40 * MiB);
+    a.deallocate(p);
+    void* q = a.allocate(30 * MiB);
     EXPECT_EQ(sim_->num_chunks_unmapped(), 1u);
-    a_->deallocate(q);
-    a_->deallocate(big);
+    a.deallocate(q);
+    a.deallocate(big);
   }
 }
 
