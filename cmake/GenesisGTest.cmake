@@ -57,6 +57,7 @@ function(genesis_add_gtest_executable name)
     target_link_libraries(${name} PRIVATE GTest::gmock)
   endif()
   genesis_target_warnings(${name})
+  genesis_test_optimisation(${name})
   gtest_discover_tests(${name}
     DISCOVERY_MODE PRE_TEST
     DISCOVERY_TIMEOUT 120
