@@ -4,7 +4,7 @@
 // (create + map per chunk, one set-access per run), then unmaps and releases
 // them, and prints microseconds per chunk for each step.
 //
-//   vmm_bench [--chunks N]
+//   vmm_bench [--chunks N] [--stall-cycles N (0: skip the GPU part)]
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -13,8 +13,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "genesis/cuda/memops.h"
 #include "genesis/cuda/runtime.h"
 #include "genesis/cuda/vmm.h"
+#include "genesis/tensor/api.h"
 
 namespace {
 
@@ -36,12 +38,86 @@ double release_run(std::uintptr_t base, std::size_t chunk, const std::vector<gen
   return us;
 }
 
+// Queues `kernels` additions of two 64M-element float tensors on the current
+// stream, runs `host_work` while they run, waits for the device, and returns
+// {wall ms, host_work ms}.
+template <class F>
+std::pair<double, double> gpu_queue_with(int kernels, genesis::Tensor& out, const genesis::Tensor& a,
+                                         const genesis::Tensor& b, F&& host_work) {
+  genesis::cuda::synchronize_device(0);
+  const auto t0 = Clock::now();
+  for (int k = 0; k < kernels; ++k) genesis::add_out(out, a, b);
+  const auto t1 = Clock::now();
+  host_work();
+  const double host_ms = us_since(t1) / 1000.0;
+  genesis::cuda::synchronize_device(0);
+  return {us_since(t0) / 1000.0, host_ms};
+}
+
+// What mapping calls cost the device's work (see the top of the file).
+void gpu_stall(int cycles) {
+  namespace vmm = genesis::cuda::vmm;
+  using genesis::Tensor;
+  const genesis::Device gpu{genesis::DeviceType::kCUDA, 0};
+  Tensor a = genesis::ones({std::int64_t{64} << 20}, gpu);
+  Tensor b = genesis::ones({std::int64_t{64} << 20}, gpu);
+  Tensor out = genesis::empty({std::int64_t{64} << 20}, gpu);
+  const int kernels = 1500;
+  const std::size_t g = vmm::granularity(0);
+  std::printf("# GPU work while the host maps: %d kernels (64M-float additions), %d host cycles\n", kernels, cycles);
+  std::printf("%-34s %10s %10s %14s\n", "host work", "wall ms", "host ms", "GPU us/cycle");
+  gpu_queue_with(kernels / 4, out, a, b, [] {});  // warm up
+  double alone = 1e300;
+  for (int r = 0; r < 3; ++r) alone = std::min(alone, gpu_queue_with(kernels, out, a, b, [] {}).first);
+  std::printf("%-34s %10.2f %10s %14s\n", "none", alone, "-", "-");
+  std::printf("RESULT vmm_stall work=none wall_ms=%.3f\n", alone);
+  struct Case {
+    const char* name;
+    std::size_t chunk;
+    int what;  // 0: create+map, set access, unmap+release; 1: create+map, unmap+release; 2: cudaMalloc+cudaFree
+  };
+  for (const Case c : {Case{"map+access+unmap, 2 MiB", g, 0}, Case{"map+access+unmap, 32 MiB", 16 * g, 0},
+                       Case{"map+unmap (no access), 2 MiB", g, 1}, Case{"cudaMalloc+cudaFree, 2 MiB", g, 2}}) {
+    const std::uintptr_t base = c.what == 2 ? 0 : vmm::reserve(c.chunk, g);
+    if (c.what != 2 && base == 0) continue;
+    bool ok = true;
+    auto work = [&] {
+      for (int i = 0; i < cycles && ok; ++i) {
+        if (c.what == 2) {
+          void* p = genesis::cuda::malloc_device(c.chunk);
+          ok = p != nullptr;
+          genesis::cuda::free_device(p);
+          continue;
+        }
+        vmm::Handle h = 0;
+        ok = vmm::create_and_map(0, base, c.chunk, &h);
+        if (ok && c.what == 0) ok = vmm::set_access(0, base, c.chunk);
+        if (h != 0) vmm::unmap_and_release(base, c.chunk, h);
+      }
+    };
+    double wall = 1e300, host = 0;
+    for (int r = 0; r < 3; ++r) {
+      const auto [w, h] = gpu_queue_with(kernels, out, a, b, work);
+      if (w < wall) wall = w, host = h;
+    }
+    if (base != 0) vmm::free_reservation(base, c.chunk);
+    const double stall_us = (wall - alone) * 1000.0 / cycles;
+    std::printf("%-34s %10.2f %10.2f %14.2f%s\n", c.name, wall, host, stall_us,
+                !ok ? " (a call failed)" : host >= alone ? " (host longer than the queue)" : "");
+    std::printf("RESULT vmm_stall work=%d chunk=%zu cycles=%d wall_ms=%.3f host_ms=%.3f gpu_us_per_cycle=%.3f\n", c.what,
+                c.chunk, cycles, wall, host, stall_us);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int chunks = 256;
-  for (int i = 1; i + 1 < argc; ++i)
+  int cycles = 400;
+  for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--chunks") == 0) chunks = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--stall-cycles") == 0) cycles = std::atoi(argv[i + 1]);
+  }
   if (genesis::cuda::device_count() == 0 || !genesis::cuda::vmm::available(0)) {
     std::printf("vmm_bench: skipped: no GPU with virtual memory management\n");
     return 0;
@@ -107,5 +183,6 @@ int main(int argc, char** argv) {
     std::printf("RESULT vmm_each chunk=%zu chunks=%d map_access_us=%.3f unmap_release_us=%.3f\n", chunk, mapped,
                 map_us / mapped, release_us / mapped);
   }
+  if (cycles > 0) gpu_stall(cycles);
   return 0;
 }
