@@ -58,6 +58,11 @@ function(genesis_add_gtest_executable name)
   endif()
   genesis_target_warnings(${name})
   genesis_test_optimisation(${name})
+  if(GENESIS_TEST_UNITY)
+    # Every test file parses GoogleTest and Genesis's headers (~6 s under
+    # ASan+UBSan before a line of its own): eight files share one parse.
+    set_target_properties(${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  endif()
   gtest_discover_tests(${name}
     DISCOVERY_MODE PRE_TEST
     DISCOVERY_TIMEOUT 120

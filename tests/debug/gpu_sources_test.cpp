@@ -20,7 +20,7 @@
 namespace genesis::debug {
 namespace {
 
-constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
+constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
 constexpr std::uint64_t kMs = 1'000'000;
 
 #define SKIP_WITHOUT_GPU_AND_NVML()                                              \
@@ -53,28 +53,28 @@ TEST(GpuSourcesTest, AllocationShowsInAllocatorAndNvmlPerProcess) {
   const MemorySample before = proc->sample("0");
   const MemorySample before_alloc = allocs->sample("0");
 
-  void* big = cuda0.allocate(256 * MiB);
+  void* big = cuda0.allocate(256 * kMiB);
   const MemorySample after_alloc = allocs->sample("0");
   EXPECT_TRUE(after_alloc.exact);
-  EXPECT_GE(after_alloc.allocated, before_alloc.allocated + 256 * MiB);
+  EXPECT_GE(after_alloc.allocated, before_alloc.allocated + 256 * kMiB);
   EXPECT_GT(after_alloc.total, 0u);
 
   const MemorySample after = proc->sample("0");
-  std::printf("NVML per-process used on GPU 0: %.1f MiB before, %.1f MiB after 256 MiB (exact %d)\n",
-              static_cast<double>(before.used) / MiB, static_cast<double>(after.used) / MiB, after.exact ? 1 : 0);
-  EXPECT_GE(after.used, before.used + 200 * MiB);
+  std::printf("NVML per-process used on GPU 0: %.1f kMiB before, %.1f kMiB after 256 kMiB (exact %d)\n",
+              static_cast<double>(before.used) / kMiB, static_cast<double>(after.used) / kMiB, after.exact ? 1 : 0);
+  EXPECT_GE(after.used, before.used + 200 * kMiB);
   EXPECT_GT(after.host_rss, 0u);
   cuda0.deallocate(big);
   cuda0.deallocate(warm);
 }
 
-// The child of ChildPublishesCudaFigures: 256 MiB on GPU 0, published.
+// The child of ChildPublishesCudaFigures: 256 kMiB on GPU 0, published.
 TEST(GpuSourcesHelper, PublishingChild) {
   if (std::getenv("GENESIS_TEST_GPU_PUBLISH_CHILD") == nullptr) GTEST_SKIP() << "only as a child";
   void* p = nullptr;
   {
     memory::ScopedAllocationContext ctx("gpu_child.py:3 in main");
-    p = memory::cuda_allocator(0).allocate(256 * MiB);  // creates the allocator: publishing starts
+    p = memory::cuda_allocator(0).allocate(256 * kMiB);  // creates the allocator: publishing starts
   }
   std::this_thread::sleep_for(std::chrono::seconds(30));  // the watcher ends it sooner
   memory::cuda_allocator(0).deallocate(p);
@@ -91,14 +91,14 @@ TEST(GpuSourcesTest, ChildPublishesCudaFigures) {
   StopFlag stop{false};
   MemorySample s;
   bool sited = false;
-  for (int i = 0; i < 1000 && !(s.exact && s.allocated >= 256 * MiB && sited); ++i) {
+  for (int i = 0; i < 1000 && !(s.exact && s.allocated >= 256 * kMiB && sited); ++i) {
     ASSERT_TRUE(src->advance_to(src->now_ns() + 20 * kMs, stop)) << src->end_reason();
     s = src->sample("0");
     for (const SiteStat& st : src->sites("0")) sited = sited || st.site == "gpu_child.py:3 in main";
   }
   EXPECT_TRUE(s.exact);
-  EXPECT_EQ(s.allocated, 256 * MiB);
-  EXPECT_GE(s.used, 256 * MiB);  // NVML's per-process figure (context included)
+  EXPECT_EQ(s.allocated, 256 * kMiB);
+  EXPECT_GE(s.used, 256 * kMiB);  // NVML's per-process figure (context included)
   EXPECT_TRUE(sited);
   EXPECT_NE(src->describe().find("nvml + genesis"), std::string::npos) << src->describe();
 }

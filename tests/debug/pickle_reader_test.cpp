@@ -19,35 +19,7 @@ namespace {
 using testing_support::PickleWriter;
 using Kind = PickleValue::Kind;
 
-// pickle.dumps(d, protocol=5) by CPython 3.11 of
-//   fr = [{"filename": "train.py", "line": 42, "name": "step"}]
-//   d = {"segments": [], "device_traces": [[
-//          {"action": "alloc", "addr": 0x7f0000000000, "size": 1024, "stream": 0,
-//           "time_us": 1700000000000000, "frames": fr},
-//          {"action": "free_requested", ..., "time_us": 1700000000000010, "frames": fr},
-//          {"action": "free_completed", ..., "time_us": 1700000000000010, "frames": fr}]],
-//        "allocator_settings": {"expandable_segments": False, "garbage_collection_threshold": 0.0},
-//        "pool": (0, 0)}
-// (FRAME, MEMOIZE, BINGET, LONG1, SETITEMS, APPENDS, TUPLE2, ...).
-constexpr char kPython5Bytes[] =
-    "\x80\x05\x95\x89\x01\x00\x00\x00\x00\x00\x00\x7d\x94\x28\x8c\x08\x73\x65\x67\x6d\x65\x6e\x74\x73"
-    "\x94\x5d\x94\x8c\x0d\x64\x65\x76\x69\x63\x65\x5f\x74\x72\x61\x63\x65\x73\x94\x5d\x94\x5d\x94\x28"
-    "\x7d\x94\x28\x8c\x06\x61\x63\x74\x69\x6f\x6e\x94\x8c\x05\x61\x6c\x6c\x6f\x63\x94\x8c\x04\x61\x64"
-    "\x64\x72\x94\x8a\x06\x00\x00\x00\x00\x00\x7f\x8c\x04\x73\x69\x7a\x65\x94\x4d\x00\x04\x8c\x06\x73"
-    "\x74\x72\x65\x61\x6d\x94\x4b\x00\x8c\x07\x74\x69\x6d\x65\x5f\x75\x73\x94\x8a\x07\x00\x40\x1e\x18"
-    "\x24\x0a\x06\x8c\x06\x66\x72\x61\x6d\x65\x73\x94\x5d\x94\x7d\x94\x28\x8c\x08\x66\x69\x6c\x65\x6e"
-    "\x61\x6d\x65\x94\x8c\x08\x74\x72\x61\x69\x6e\x2e\x70\x79\x94\x8c\x04\x6c\x69\x6e\x65\x94\x4b\x2a"
-    "\x8c\x04\x6e\x61\x6d\x65\x94\x8c\x04\x73\x74\x65\x70\x94\x75\x61\x75\x7d\x94\x28\x68\x07\x8c\x0e"
-    "\x66\x72\x65\x65\x5f\x72\x65\x71\x75\x65\x73\x74\x65\x64\x94\x68\x09\x8a\x06\x00\x00\x00\x00\x00"
-    "\x7f\x68\x0a\x4d\x00\x04\x68\x0b\x4b\x00\x68\x0c\x8a\x07\x0a\x40\x1e\x18\x24\x0a\x06\x68\x0d\x68"
-    "\x0e\x75\x7d\x94\x28\x68\x07\x8c\x0e\x66\x72\x65\x65\x5f\x63\x6f\x6d\x70\x6c\x65\x74\x65\x64\x94"
-    "\x68\x09\x8a\x06\x00\x00\x00\x00\x00\x7f\x68\x0a\x4d\x00\x04\x68\x0b\x4b\x00\x68\x0c\x8a\x07\x0a"
-    "\x40\x1e\x18\x24\x0a\x06\x68\x0d\x68\x0e\x75\x65\x61\x8c\x12\x61\x6c\x6c\x6f\x63\x61\x74\x6f\x72"
-    "\x5f\x73\x65\x74\x74\x69\x6e\x67\x73\x94\x7d\x94\x28\x8c\x13\x65\x78\x70\x61\x6e\x64\x61\x62\x6c"
-    "\x65\x5f\x73\x65\x67\x6d\x65\x6e\x74\x73\x94\x89\x8c\x1c\x67\x61\x72\x62\x61\x67\x65\x5f\x63\x6f"
-    "\x6c\x6c\x65\x63\x74\x69\x6f\x6e\x5f\x74\x68\x72\x65\x73\x68\x6f\x6c\x64\x94\x47\x00\x00\x00\x00"
-    "\x00\x00\x00\x00\x75\x8c\x04\x70\x6f\x6f\x6c\x94\x4b\x00\x4b\x00\x86\x94\x75\x2e";
-const std::string kPython5(kPython5Bytes, sizeof(kPython5Bytes) - 1);  // NULs inside
+const std::string& kPython5 = testing_support::python5_snapshot_pickle();
 
 // The bytes of a string literal, NULs included.
 template <std::size_t N>
@@ -59,7 +31,7 @@ Pickle parse(const std::string& bytes, const PickleLimits& limits = {}) {
   return parse_pickle(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(), limits);
 }
 
-std::string error_of(const std::string& bytes, const PickleLimits& limits = {}) {
+std::string pickle_error_of(const std::string& bytes, const PickleLimits& limits = {}) {
   try {
     parse(bytes, limits);
   } catch (const InvalidArgumentError& e) {
@@ -199,7 +171,7 @@ TEST(PickleReader, CodeIsRefusedByName) {
       {B("\x80\x02U\x01" "a."), "SHORT_BINSTRING", "at byte 2 "},
   };
   for (const Case& c : cases) {
-    const std::string e = error_of(c.bytes);
+    const std::string e = pickle_error_of(c.bytes);
     EXPECT_NE(e.find(std::string("opcode ") + c.name + " is refused"), std::string::npos) << e;
     EXPECT_NE(e.find("only plain data"), std::string::npos) << e;
     EXPECT_NE(e.find(c.at), std::string::npos) << e;
@@ -237,7 +209,7 @@ TEST(PickleReader, MalformedInputsAreClearErrors) {
       {B("\x80\x02(NNNd"), "DICT with a key and no value"},
   };
   for (const Case& c : cases) {
-    const std::string e = error_of(c.bytes);
+    const std::string e = pickle_error_of(c.bytes);
     EXPECT_NE(e.find(c.says), std::string::npos) << "input of " << c.bytes.size() << " bytes -> '" << e << "'";
     EXPECT_NE(e.find("pickle: "), std::string::npos) << e;
   }
@@ -245,7 +217,7 @@ TEST(PickleReader, MalformedInputsAreClearErrors) {
 
 TEST(PickleReader, EveryTruncationIsAnErrorAndTrailingBytesAreIgnored) {
   for (std::size_t n = 0; n < kPython5.size(); ++n) {
-    const std::string e = error_of(kPython5.substr(0, n));
+    const std::string e = pickle_error_of(kPython5.substr(0, n));
     EXPECT_FALSE(e.empty()) << "prefix of " << n << " bytes parsed";
   }
   EXPECT_NO_THROW(parse(kPython5 + "garbage after STOP"));
@@ -276,17 +248,17 @@ TEST(PickleReader, CorruptionNeverCrashes) {
 TEST(PickleReader, LimitsBoundWhatAPickleMayBuild) {
   PickleLimits small;
   small.max_objects = 10;
-  EXPECT_NE(error_of(kPython5, small).find("max_objects"), std::string::npos);
+  EXPECT_NE(pickle_error_of(kPython5, small).find("max_objects"), std::string::npos);
 
   PickleWriter deep(2);
   for (int i = 0; i < 5000; ++i) deep.mark();
-  EXPECT_NE(error_of(deep.bytes()).find("nested MARKs"), std::string::npos);
+  EXPECT_NE(pickle_error_of(deep.bytes()).find("nested MARKs"), std::string::npos);
 
   PickleLimits few;
   few.max_stack = 3;
   PickleWriter wide(2);
   for (int i = 0; i < 10; ++i) wide.none();
-  EXPECT_NE(error_of(wide.bytes(), few).find("max_stack"), std::string::npos);
+  EXPECT_NE(pickle_error_of(wide.bytes(), few).find("max_stack"), std::string::npos);
 
   PickleLimits memo;
   memo.max_memo = 2;
@@ -294,7 +266,7 @@ TEST(PickleReader, LimitsBoundWhatAPickleMayBuild) {
   puts.empty_list();
   for (int i = 0; i < 5; ++i) puts.op('q').byte(static_cast<std::uint8_t>(i));
   puts.stop();
-  EXPECT_NE(error_of(puts.bytes(), memo).find("max_memo"), std::string::npos);
+  EXPECT_NE(pickle_error_of(puts.bytes(), memo).find("max_memo"), std::string::npos);
 }
 
 TEST(PickleReader, NullWithZeroSizeIsAnErrorNotACrash) {

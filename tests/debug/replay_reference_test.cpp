@@ -29,16 +29,7 @@ constexpr const char* kGood = R"({
 
 class ReplayReferenceTest : public TempDirTest {};
 
-// The message of the InvalidArgumentError `fn` throws ("" when none).
-template <class F>
-std::string error_of(F&& fn) {
-  try {
-    fn();
-  } catch (const InvalidArgumentError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing_support::error_of;
 
 TEST_F(ReplayReferenceTest, PathIsTheTracePathPlusSuffix) {
   EXPECT_EQ(reference_path_for("data/traces/x.trace.csv.gz"), "data/traces/x.trace.csv.gz.reference.json");

@@ -17,34 +17,15 @@ namespace {
 using testing_support::PickleWriter;
 using testing_support::write_entry;
 
-// The protocol-5 pickle of pickle_reader_test.cpp: one device, an alloc of
-// 1024 bytes at 0x7f0000000000 from train.py:42 in step, its
-// free_requested 10 us later and the free_completed.
-constexpr char kPython5Bytes[] =
-    "\x80\x05\x95\x89\x01\x00\x00\x00\x00\x00\x00\x7d\x94\x28\x8c\x08\x73\x65\x67\x6d\x65\x6e\x74\x73"
-    "\x94\x5d\x94\x8c\x0d\x64\x65\x76\x69\x63\x65\x5f\x74\x72\x61\x63\x65\x73\x94\x5d\x94\x5d\x94\x28"
-    "\x7d\x94\x28\x8c\x06\x61\x63\x74\x69\x6f\x6e\x94\x8c\x05\x61\x6c\x6c\x6f\x63\x94\x8c\x04\x61\x64"
-    "\x64\x72\x94\x8a\x06\x00\x00\x00\x00\x00\x7f\x8c\x04\x73\x69\x7a\x65\x94\x4d\x00\x04\x8c\x06\x73"
-    "\x74\x72\x65\x61\x6d\x94\x4b\x00\x8c\x07\x74\x69\x6d\x65\x5f\x75\x73\x94\x8a\x07\x00\x40\x1e\x18"
-    "\x24\x0a\x06\x8c\x06\x66\x72\x61\x6d\x65\x73\x94\x5d\x94\x7d\x94\x28\x8c\x08\x66\x69\x6c\x65\x6e"
-    "\x61\x6d\x65\x94\x8c\x08\x74\x72\x61\x69\x6e\x2e\x70\x79\x94\x8c\x04\x6c\x69\x6e\x65\x94\x4b\x2a"
-    "\x8c\x04\x6e\x61\x6d\x65\x94\x8c\x04\x73\x74\x65\x70\x94\x75\x61\x75\x7d\x94\x28\x68\x07\x8c\x0e"
-    "\x66\x72\x65\x65\x5f\x72\x65\x71\x75\x65\x73\x74\x65\x64\x94\x68\x09\x8a\x06\x00\x00\x00\x00\x00"
-    "\x7f\x68\x0a\x4d\x00\x04\x68\x0b\x4b\x00\x68\x0c\x8a\x07\x0a\x40\x1e\x18\x24\x0a\x06\x68\x0d\x68"
-    "\x0e\x75\x7d\x94\x28\x68\x07\x8c\x0e\x66\x72\x65\x65\x5f\x63\x6f\x6d\x70\x6c\x65\x74\x65\x64\x94"
-    "\x68\x09\x8a\x06\x00\x00\x00\x00\x00\x7f\x68\x0a\x4d\x00\x04\x68\x0b\x4b\x00\x68\x0c\x8a\x07\x0a"
-    "\x40\x1e\x18\x24\x0a\x06\x68\x0d\x68\x0e\x75\x65\x61\x8c\x12\x61\x6c\x6c\x6f\x63\x61\x74\x6f\x72"
-    "\x5f\x73\x65\x74\x74\x69\x6e\x67\x73\x94\x7d\x94\x28\x8c\x13\x65\x78\x70\x61\x6e\x64\x61\x62\x6c"
-    "\x65\x5f\x73\x65\x67\x6d\x65\x6e\x74\x73\x94\x89\x8c\x1c\x67\x61\x72\x62\x61\x67\x65\x5f\x63\x6f"
-    "\x6c\x6c\x65\x63\x74\x69\x6f\x6e\x5f\x74\x68\x72\x65\x73\x68\x6f\x6c\x64\x94\x47\x00\x00\x00\x00"
-    "\x00\x00\x00\x00\x75\x8c\x04\x70\x6f\x6f\x6c\x94\x4b\x00\x4b\x00\x86\x94\x75\x2e";
-const std::string kPython5(kPython5Bytes, sizeof(kPython5Bytes) - 1);  // NULs inside
+// One device: an alloc of 1024 bytes at 0x7f0000000000 from train.py:42 in
+// step, its free_requested 10 us later and the free_completed.
+const std::string& kSnapshot5 = testing_support::python5_snapshot_pickle();
 
 Trace from_bytes(const std::string& b, const TorchSnapshotOptions& o = {}) {
   return read_torch_snapshot(reinterpret_cast<const std::uint8_t*>(b.data()), b.size(), "snap.pickle", o);
 }
 
-std::string error_of(const std::string& b, const TorchSnapshotOptions& o = {}) {
+std::string snapshot_error_of(const std::string& b, const TorchSnapshotOptions& o = {}) {
   try {
     from_bytes(b, o);
   } catch (const InvalidArgumentError& e) {
@@ -74,7 +55,7 @@ std::string two_devices(int n0, int n1) {
 }
 
 TEST(TorchSnapshot, AllocAndFreeBecomeTraceEventsWithTimesSitesAndStreams) {
-  const Trace t = from_bytes(kPython5);
+  const Trace t = from_bytes(kSnapshot5);
   ASSERT_EQ(t.events.size(), 2u);
   EXPECT_EQ(t.events[0].op, TraceOp::kAlloc);
   EXPECT_EQ(t.events[0].size, 1024u);
@@ -107,8 +88,8 @@ TEST(TorchSnapshot, TheBusiestDeviceUnlessOneIsAskedFor) {
   EXPECT_EQ(from_bytes(b, zero).counts.alloc, 2u);
   TorchSnapshotOptions missing;
   missing.device = 2;
-  EXPECT_NE(error_of(b, missing).find("no device 2"), std::string::npos);
-  EXPECT_NE(error_of(two_devices(0, 0)).find("every device trace is empty"), std::string::npos);
+  EXPECT_NE(snapshot_error_of(b, missing).find("no device 2"), std::string::npos);
+  EXPECT_NE(snapshot_error_of(two_devices(0, 0)).find("every device trace is empty"), std::string::npos);
 }
 
 TEST(TorchSnapshot, ReplaysLikeTheCsvOfTheSameEvents) {
@@ -124,11 +105,11 @@ TEST(TorchSnapshot, ReplaysLikeTheCsvOfTheSameEvents) {
 TEST(TorchSnapshot, OtherShapesAreClearErrors) {
   PickleWriter list(2);
   list.empty_list().stop();
-  EXPECT_NE(error_of(list.bytes()).find("not a memory snapshot (a pickled list"), std::string::npos);
+  EXPECT_NE(snapshot_error_of(list.bytes()).find("not a memory snapshot (a pickled list"), std::string::npos);
 
   PickleWriter no_traces(2);
   no_traces.empty_dict().mark().key("segments").empty_list().setitems().stop();
-  EXPECT_NE(error_of(no_traces.bytes()).find("no device_traces"), std::string::npos);
+  EXPECT_NE(snapshot_error_of(no_traces.bytes()).find("no device_traces"), std::string::npos);
 
   auto one_entry = [](auto&& fill) {
     PickleWriter w(2);
@@ -141,18 +122,18 @@ TEST(TorchSnapshot, OtherShapesAreClearErrors) {
   const std::string no_addr = one_entry([](PickleWriter& w) {
     w.empty_dict().mark().key("action").str("free_requested").key("size").integer(10).setitems();
   });
-  const std::string e1 = error_of(no_addr);
+  const std::string e1 = snapshot_error_of(no_addr);
   EXPECT_NE(e1.find("device_traces[0][1]: no 'addr'"), std::string::npos) << e1;
   const std::string bad_action = one_entry([](PickleWriter& w) { write_entry(w, "teleport", 1, 1, 0, 1); });
-  EXPECT_NE(error_of(bad_action).find("unknown action 'teleport'"), std::string::npos);
+  EXPECT_NE(snapshot_error_of(bad_action).find("unknown action 'teleport'"), std::string::npos);
   const std::string negative = one_entry([](PickleWriter& w) { write_entry(w, "alloc", -4096, 1, 0, 1); });
-  EXPECT_NE(error_of(negative).find("'addr' is negative"), std::string::npos);
+  EXPECT_NE(snapshot_error_of(negative).find("'addr' is negative"), std::string::npos);
   const std::string str_size = one_entry([](PickleWriter& w) {
     w.empty_dict().mark().key("action").str("alloc").key("addr").integer(8192).key("size").str("big").setitems();
   });
-  EXPECT_NE(error_of(str_size).find("'size' is a str, expected an int"), std::string::npos);
+  EXPECT_NE(snapshot_error_of(str_size).find("'size' is a str, expected an int"), std::string::npos);
   const std::string not_dict = one_entry([](PickleWriter& w) { w.integer(3); });
-  EXPECT_NE(error_of(not_dict).find("device_traces[0][1]: is a int"), std::string::npos);
+  EXPECT_NE(snapshot_error_of(not_dict).find("device_traces[0][1]: is a int"), std::string::npos);
   // Segment events, OOMs and snapshots are counted, not replayed.
   const std::string others = one_entry([](PickleWriter& w) {
     write_entry(w, "segment_alloc", 0, 2 << 20, 0, 2);
@@ -165,20 +146,20 @@ TEST(TorchSnapshot, OtherShapesAreClearErrors) {
   EXPECT_EQ(t.counts.other_ignored, 1u);
   EXPECT_EQ(t.counts.oom, 1u);
   // A broken pickle names the file.
-  EXPECT_NE(error_of(kPython5.substr(0, 100)).find("snap.pickle: pickle: "), std::string::npos);
+  EXPECT_NE(snapshot_error_of(kSnapshot5.substr(0, 100)).find("snap.pickle: pickle: "), std::string::npos);
 }
 
 class TorchSnapshotFile : public testing_support::TempDirTest {};
 
 TEST_F(TorchSnapshotFile, ReadTraceReadsPickledSnapshots) {
-  const Trace t = read_trace(write_plain("s.pickle", kPython5));
+  const Trace t = read_trace(write_plain("s.pickle", kSnapshot5));
   EXPECT_EQ(t.counts.alloc, 1u);
   EXPECT_EQ(t.counts.free_completed, 1u);
   EXPECT_EQ(t.sites.at(t.event_site.at(0)), "train.py:42 in step");
   // A large snapshot spans several reads of the file.
   const Trace big = read_trace(write_plain("big.pickle", two_devices(0, 20000)));
   EXPECT_EQ(big.counts.alloc, 20000u);
-  const std::string gz = write_gzip("s.pickle.gz", kPython5);
+  const std::string gz = write_gzip("s.pickle.gz", kSnapshot5);
   if (!gz.empty()) {
     EXPECT_EQ(read_trace(gz).counts.alloc, 1u);
   }

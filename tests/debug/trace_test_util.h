@@ -1,6 +1,9 @@
 // Helpers of the trace and replay tests: a temporary directory per test,
-// writing plain and gzip files, and where the bundled traces live.
+// writing plain and gzip files, the message of an expected error, and where
+// the bundled traces live.
 #pragma once
+
+#include "genesis/core/error.h"
 
 #include <gtest/gtest.h>
 
@@ -18,6 +21,17 @@
 #endif
 
 namespace genesis::debug::testing_support {
+
+// The message of the InvalidArgumentError `fn` throws ("" when none).
+template <class F>
+std::string error_of(F&& fn) {
+  try {
+    fn();
+  } catch (const InvalidArgumentError& e) {
+    return e.what();
+  }
+  return "";
+}
 
 /// A fresh directory under the test temp dir, removed afterwards.
 class TempDirTest : public ::testing::Test {

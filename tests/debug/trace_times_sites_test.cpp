@@ -19,16 +19,7 @@ namespace {
 
 class TraceSitesTest : public testing_support::TempDirTest {};
 
-// The message of the InvalidArgumentError `f` throws ("" if none).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const InvalidArgumentError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing_support::error_of;
 
 TEST(TraceBuilderTimesTest, TimesAndSitesAreParallelToEvents) {
   TraceBuilder b("built");

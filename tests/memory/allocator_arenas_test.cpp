@@ -22,12 +22,6 @@ namespace {
 
 using namespace testing_support;  // NOLINT
 
-// Runs f on a new thread and waits for it (the thread exits afterwards).
-void on_thread(const std::function<void()>& f) {
-  std::thread t(f);
-  t.join();
-}
-
 AllocatorOptions with_arenas(std::uint32_t n, AllocatorOptions o = {}) {
   o.arenas = n;
   return o;

@@ -7,12 +7,13 @@
 
 #include "genesis/memory/caching_allocator.h"
 #include "genesis/memory/simulated_device.h"
+#include "support/allocator_test_util.h"
 
 namespace genesis::memory {
 namespace {
 
-constexpr std::size_t MiB = std::size_t{1} << 20;
-constexpr std::size_t GiB = std::size_t{1} << 30;
+using testing_support::GiB;
+using testing_support::MiB;
 
 class AllocatorChunksTest : public ::testing::Test {
  protected:

@@ -26,11 +26,6 @@ namespace {
 
 using namespace testing_support;  // NOLINT
 
-void on_thread(const std::function<void()>& f) {
-  std::thread t(f);
-  t.join();
-}
-
 // A second thread that lives across steps, like the autograd engine's: it
 // runs each job it is given, one at a time, while the caller waits.
 class Worker {

@@ -20,7 +20,7 @@ namespace {
 
 using namespace testing_support;  // NOLINT
 
-constexpr std::int64_t M = 1024 * 1024;
+constexpr std::int64_t kM = 1024 * 1024;
 
 // --- event history ---------------------------------------------------------
 
@@ -42,7 +42,7 @@ TEST(AllocatorEventsTest, ActionNames) {
 TEST(AllocatorEventsTest, RecordsAllocFreeAndSegments) {
   for (bool tc : {true, false}) {
     SCOPED_TRACE(tc ? "thread cache" : "no thread cache");
-    auto sim = std::make_shared<SimulatedDevice>(64 * M);
+    auto sim = std::make_shared<SimulatedDevice>(64 * kM);
     AllocatorOptions o = classic();
     o.record_events = true;
     o.thread_cache = tc;
@@ -62,7 +62,7 @@ TEST(AllocatorEventsTest, RecordsAllocFreeAndSegments) {
     const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(p);
     EXPECT_EQ(ev[0].action, EventAction::kSegmentAlloc);
     EXPECT_EQ(ev[0].address, addr);
-    EXPECT_EQ(ev[0].size, 2 * static_cast<std::uint64_t>(M));
+    EXPECT_EQ(ev[0].size, 2 * static_cast<std::uint64_t>(kM));
     EXPECT_EQ(ev[1].action, EventAction::kAlloc);
     EXPECT_EQ(ev[1].address, addr);
     EXPECT_EQ(ev[1].size, 1000u);
@@ -80,7 +80,7 @@ TEST(AllocatorEventsTest, RecordsAllocFreeAndSegments) {
     EXPECT_LT(ev[4].duration_ns, ev[2].duration_ns);
     EXPECT_EQ(ev[5].action, EventAction::kSegmentFree);
     EXPECT_EQ(ev[5].address, addr);
-    EXPECT_EQ(ev[5].size, 2 * static_cast<std::uint64_t>(M));
+    EXPECT_EQ(ev[5].size, 2 * static_cast<std::uint64_t>(kM));
     for (const MemoryEvent& e : ev) {
       EXPECT_EQ(e.thread, me);
       EXPECT_EQ(e.stream, 0u);
@@ -89,7 +89,7 @@ TEST(AllocatorEventsTest, RecordsAllocFreeAndSegments) {
 }
 
 TEST(AllocatorEventsTest, OnOffClearAndThreads) {
-  auto sim = std::make_shared<SimulatedDevice>(64 * M);
+  auto sim = std::make_shared<SimulatedDevice>(64 * kM);
   CachingAllocator a(sim, classic());
   EXPECT_FALSE(a.event_recording());
   a.deallocate(a.allocate(100));
@@ -119,7 +119,7 @@ TEST(AllocatorEventsTest, OnOffClearAndThreads) {
 
   a.set_event_recording(false);
   a.deallocate(a.allocate(300));
-  a.deallocate(a.allocate(5 * M));
+  a.deallocate(a.allocate(5 * kM));
   EXPECT_EQ(a.events().size(), ev.size()) << "recorded while recording was off";
 
   a.clear_events();
@@ -130,19 +130,19 @@ TEST(AllocatorEventsTest, OnOffClearAndThreads) {
 }
 
 TEST(AllocatorEventsTest, RecordsOutOfMemory) {
-  auto sim = std::make_shared<SimulatedDevice>(16 * M);
+  auto sim = std::make_shared<SimulatedDevice>(16 * kM);
   AllocatorOptions o = classic();
   o.record_events = true;
   CachingAllocator a(sim, o);
-  EXPECT_THROW(a.allocate(32 * M), OutOfMemoryError);
+  EXPECT_THROW(a.allocate(32 * kM), OutOfMemoryError);
   const auto ooms = of_action(a.events(), EventAction::kOOM);
   ASSERT_EQ(ooms.size(), 1u);
-  EXPECT_EQ(ooms[0].size, 32 * static_cast<std::uint64_t>(M));
+  EXPECT_EQ(ooms[0].size, 32 * static_cast<std::uint64_t>(kM));
   EXPECT_EQ(a.stats().num_ooms, 1);
 }
 
 TEST(AllocatorEventsTest, RingKeepsNewestEvents) {
-  auto sim = std::make_shared<SimulatedDevice>(64 * M);
+  auto sim = std::make_shared<SimulatedDevice>(64 * kM);
   AllocatorOptions o = classic();
   o.record_events = true;
   o.event_capacity_per_thread = 4;

@@ -11,6 +11,7 @@
 #include "genesis/cuda/runtime.h"
 #include "genesis/memory/caching_allocator.h"
 #include "genesis/memory/cuda_resource.h"
+#include "support/allocator_test_util.h"
 
 #if GENESIS_WITH_CUDA
 #include <cuda_runtime.h>
@@ -19,7 +20,7 @@
 namespace genesis::memory {
 namespace {
 
-constexpr std::size_t MiB = std::size_t{1} << 20;
+using testing_support::MiB;
 
 class GpuExpandableTest : public ::testing::Test {
  protected:

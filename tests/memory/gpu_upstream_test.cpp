@@ -17,12 +17,13 @@
 #include "genesis/cuda/runtime.h"
 #include "genesis/memory/cuda_resource.h"
 #include "genesis/memory/pinned_resource.h"
+#include "support/allocator_test_util.h"
 
 namespace genesis::memory {
 namespace {
 
-constexpr std::size_t KiB = 1024;
-constexpr std::size_t MiB = 1024 * KiB;
+using testing_support::KiB;
+using testing_support::MiB;
 
 class GpuTest : public ::testing::Test {
  protected:

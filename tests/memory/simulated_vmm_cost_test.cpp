@@ -10,14 +10,15 @@
 #include "genesis/core/error.h"
 #include "genesis/memory/caching_allocator.h"
 #include "genesis/memory/simulated_device.h"
+#include "support/allocator_test_util.h"
 
 namespace genesis::memory {
 namespace {
 
 using std::chrono::nanoseconds;
 using VmmCost = SimulatedDevice::VmmCost;
-constexpr std::size_t MiB = std::size_t{1} << 20;
-constexpr std::size_t GiB = std::size_t{1} << 30;
+using testing_support::GiB;
+using testing_support::MiB;
 
 TEST(SimulatedVmmCostTest, ParsesNamesAndNumbers) {
   EXPECT_FALSE(VmmCost::parse("none").any());

@@ -18,8 +18,8 @@
 namespace genesis {
 namespace {
 
-const Device kCpu(DeviceType::kCPU);
-const Device kGpu(DeviceType::kCUDA, 0);
+const Device kHost(DeviceType::kCPU);
+const Device kDevice(DeviceType::kCUDA, 0);
 constexpr std::int64_t kCount = 300000;
 constexpr const char* kEnvShareable = "GENESIS_TEST_STORAGE_IPC_SHAREABLE";
 constexpr const char* kEnvPooled = "GENESIS_TEST_STORAGE_IPC_POOLED";
@@ -34,10 +34,10 @@ std::vector<float> pattern(float base) {
 
 TEST(GpuStorageIpc, SecondProcessReadsAndWritesBack) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU available: storage IPC tests skipped";
-  Storage shareable = ipc_shareable_storage({kCount}, DType::kFloat32, kGpu);
-  shareable.copy_(create_storage(pattern(1.0f), kCpu));
-  Storage pooled = Storage::empty({kCount}, DType::kFloat32, kGpu);
-  pooled.copy_(create_storage(pattern(5000.0f), kCpu));
+  Storage shareable = ipc_shareable_storage({kCount}, DType::kFloat32, kDevice);
+  shareable.copy_(create_storage(pattern(1.0f), kHost));
+  Storage pooled = Storage::empty({kCount}, DType::kFloat32, kDevice);
+  pooled.copy_(create_storage(pattern(5000.0f), kHost));
   const std::string h1 = export_storage(shareable).to_string();
   std::string h2;
   try {
@@ -51,10 +51,10 @@ TEST(GpuStorageIpc, SecondProcessReadsAndWritesBack) {
                                 std::chrono::seconds(120));
   ASSERT_EQ(rc, 0) << "the second process failed (its output is above)";
   const std::vector<float> a = pattern(1.0f), b = pattern(5000.0f);
-  Storage back = shareable.to(kCpu);
+  Storage back = shareable.to(kHost);
   for (std::int64_t i = 0; i < kCount; i += 97) ASSERT_EQ(back.data<float>()[i], -a[static_cast<std::size_t>(i)]) << i;
   if (!h2.empty()) {
-    Storage pb = pooled.to(kCpu);
+    Storage pb = pooled.to(kHost);
     for (std::int64_t i = 0; i < kCount; i += 97) ASSERT_EQ(pb.data<float>()[i], -b[static_cast<std::size_t>(i)]) << i;
   }
 }
@@ -74,7 +74,7 @@ TEST(GpuStorageIpcChild, ImportVerifyNegate) {
     EXPECT_THROW(import_storage(handle, {kCount + 1}, DType::kFloat32), InvalidArgumentError);
     Storage s = import_storage(handle, {kCount}, DType::kFloat32);
     EXPECT_TRUE(s.device().is_cuda());
-    Storage h = s.to(kCpu);
+    Storage h = s.to(kHost);
     const std::vector<float> want = pattern(c.base);
     for (std::int64_t i = 0; i < kCount; ++i) {
       ASSERT_EQ(h.data<float>()[i], want[static_cast<std::size_t>(i)]) << "element " << i;
@@ -86,10 +86,10 @@ TEST(GpuStorageIpcChild, ImportVerifyNegate) {
 
 TEST(GpuStorageIpc, BadUse) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU available: storage IPC tests skipped";
-  EXPECT_THROW(export_storage(Storage::empty({4}, DType::kFloat32, kCpu)), InvalidArgumentError);
+  EXPECT_THROW(export_storage(Storage::empty({4}, DType::kFloat32, kHost)), InvalidArgumentError);
   EXPECT_THROW(export_storage(Storage()), InvalidArgumentError);
-  EXPECT_THROW(ipc_shareable_storage({4}, DType::kFloat32, kCpu), InvalidArgumentError);
-  Storage s = ipc_shareable_storage({16}, DType::kInt32, kGpu);
+  EXPECT_THROW(ipc_shareable_storage({4}, DType::kFloat32, kHost), InvalidArgumentError);
+  Storage s = ipc_shareable_storage({16}, DType::kInt32, kDevice);
   const cuda::IpcHandle h = export_storage(s);
   EXPECT_THROW(import_storage(h, {16}, DType::kInt32), InvalidArgumentError);  // our own handle
   EXPECT_THROW(import_storage(h, {8}, DType::kInt32), InvalidArgumentError);   // size mismatch

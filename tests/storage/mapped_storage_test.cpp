@@ -42,7 +42,7 @@ class TempDir {
   std::string path_;
 };
 
-std::vector<uint8_t> read_file(const std::string& path) {
+std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
@@ -113,7 +113,7 @@ TEST(MappedStorageTest, ReadPlusModificationPersists) {
     static_cast<uint8_t*>(m.mutable_data())[10] = 0xEE;
   }  // destructor flushes and unmaps
   bytes[10] = 0xEE;
-  EXPECT_EQ(read_file(path), bytes);
+  EXPECT_EQ(read_bytes(path), bytes);
 }
 
 TEST(MappedStorageTest, CopyOnWriteModificationDoesNotPersist) {
@@ -131,7 +131,7 @@ TEST(MappedStorageTest, CopyOnWriteModificationDoesNotPersist) {
     m.flush();                 // no-op in mode 'c'
     m.close();
   }
-  EXPECT_EQ(read_file(path), bytes);
+  EXPECT_EQ(read_bytes(path), bytes);
 }
 
 TEST(MappedStorageTest, ReadOnlyMutableDataThrows) {
@@ -244,7 +244,7 @@ TEST(MappedStorageTest, NonPageAlignedOffset) {
     m.close();
     std::memcpy(bytes.data() + offset, vals, sizeof(vals));
   }
-  EXPECT_EQ(read_file(path), bytes);
+  EXPECT_EQ(read_bytes(path), bytes);
   {
     // w+ with an unaligned offset sizes the file to offset + nbytes.
     const auto wpath = dir.file("offset_w.bin");
@@ -254,7 +254,7 @@ TEST(MappedStorageTest, NonPageAlignedOffset) {
     const int32_t v = 99;
     std::memcpy(static_cast<std::byte*>(w.mutable_data()) + 16, &v, sizeof(v));
     w.close();
-    const auto out = read_file(wpath);
+    const auto out = read_bytes(wpath);
     ASSERT_EQ(out.size(), 4099u + 20u);
     int32_t last = 0;
     std::memcpy(&last, out.data() + 4099 + 16, 4);
@@ -284,7 +284,7 @@ TEST(MappedStorageTest, ZeroSizeAndMove) {
   r = std::move(b);
   EXPECT_EQ(static_cast<const uint8_t*>(r.data())[2], 9);
   r.close();
-  EXPECT_EQ(read_file(path2)[2], 9);
+  EXPECT_EQ(read_bytes(path2)[2], 9);
 }
 
 }  // namespace

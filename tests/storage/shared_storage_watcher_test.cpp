@@ -24,7 +24,7 @@ namespace {
 
 enum class End { kExit, kSigkill, kAbort };
 
-std::vector<std::string> shm_entries(const std::string& prefix) {
+std::vector<std::string> shm_names(const std::string& prefix) {
   std::vector<std::string> out;
   DIR* d = ::opendir("/dev/shm");
   if (d == nullptr) return out;
@@ -62,10 +62,10 @@ std::string read_all(int fd) {
 // returns what is left.
 std::vector<std::string> wait_until_gone(const std::string& prefix) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  std::vector<std::string> left = shm_entries(prefix);
+  std::vector<std::string> left = shm_names(prefix);
   while (!left.empty() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    left = shm_entries(prefix);
+    left = shm_names(prefix);
   }
   return left;
 }
@@ -103,7 +103,7 @@ void expect_cleaned_after(End end, const char* watcher_mode) {
   const std::string names = read_all(names_pipe[0]);
   ::close(names_pipe[0]);
   const std::string prefix = "genesis-" + std::to_string(pid) + "-";
-  const auto alive = shm_entries(prefix);
+  const auto alive = shm_names(prefix);
   EXPECT_EQ(alive.size(), 3u) << "the child's segments must exist while it runs; it reported:\n" << names;
   for (const auto& n : alive) EXPECT_NE(names.find(n + "\n"), std::string::npos) << n;
   ASSERT_EQ(::write(go_pipe[1], "g", 1), 1);
@@ -206,7 +206,7 @@ pid_t find_watcher_of(pid_t pid) {
   return found;
 }
 
-std::string read_file(const std::string& path) {
+std::string read_text(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0) return {};
   std::string text = read_all(fd);
@@ -216,7 +216,7 @@ std::string read_file(const std::string& path) {
 
 // kB after `key` in /proc/<pid>/status.
 long status_kb(pid_t pid, const std::string& key) {
-  const std::string text = read_file("/proc/" + std::to_string(pid) + "/status");
+  const std::string text = read_text("/proc/" + std::to_string(pid) + "/status");
   const auto at = text.find(key + ":");
   return at == std::string::npos ? -1 : std::stol(text.substr(at + key.size() + 1));
 }
@@ -263,7 +263,7 @@ TEST(SharedStorageWatcherTest, WatcherGivesBackTheMemoryItInherited) {
       if (watcher_anon >= 0 && watcher_anon < 32 * 1024) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    maps = read_file("/proc/" + std::to_string(watcher) + "/maps");
+    maps = read_text("/proc/" + std::to_string(watcher) + "/maps");
     child_anon = status_kb(pid, "RssAnon");
   }
   ASSERT_EQ(::write(go[1], "g", 1), 1);

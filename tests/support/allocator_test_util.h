@@ -8,15 +8,23 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "genesis/memory/caching_allocator.h"
 #include "genesis/memory/stats.h"
 
 namespace genesis::memory::testing_support {
+
+// Runs f on a new thread and waits for it (the thread exits afterwards).
+inline void on_thread(const std::function<void()>& f) {
+  std::thread t(f);
+  t.join();
+}
 
 inline constexpr std::size_t KiB = 1024;
 inline constexpr std::size_t MiB = 1024 * KiB;

@@ -11,7 +11,7 @@
 namespace genesis {
 namespace {
 
-const DType kAll[] = {DType::kBool,   DType::kUInt8,   DType::kInt8,     DType::kInt16,   DType::kInt32,
+const DType kEveryDType[] = {DType::kBool,   DType::kUInt8,   DType::kInt8,     DType::kInt16,   DType::kInt32,
                       DType::kInt64,  DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64};
 
 Tensor sample(DType dt) {
@@ -25,7 +25,7 @@ Tensor reversed(const Tensor& t) { return t[{Slice(None, None, -1)}]; }
 DType wide(DType dt) { return is_floating(dt) ? DType::kFloat64 : DType::kInt64; }
 
 TEST(TensorDtypeMatrix, BinaryOpsMatchWideReference) {
-  for (DType dt : kAll) {
+  for (DType dt : kEveryDType) {
     if (dt == DType::kBool) continue;
     SCOPED_TRACE(testing::Message() << dt);
     const Tensor a = sample(dt), b = reversed(sample(dt));
@@ -47,7 +47,7 @@ TEST(TensorDtypeMatrix, BinaryOpsMatchWideReference) {
 }
 
 TEST(TensorDtypeMatrix, UnaryOpsAndReductionsMatchWideReference) {
-  for (DType dt : kAll) {
+  for (DType dt : kEveryDType) {
     SCOPED_TRACE(testing::Message() << dt);
     const Tensor a = reversed(sample(dt));
     const Tensor wa = a.to(wide(dt));
@@ -81,9 +81,9 @@ TEST(TensorDtypeMatrix, StridedCastsAgreeWithStorageConversion) {
   // storage layer (contiguous path), for all 100 pairs, with values that
   // overflow the narrow types.
   const Tensor src = tensor({-3.7, -1.0, 2.5, 300.0, 70000.0, -1e10, 0.0, 1e-30});
-  for (DType from : kAll) {
+  for (DType from : kEveryDType) {
     const Tensor x = src.to(from);
-    for (DType to : kAll) {
+    for (DType to : kEveryDType) {
       SCOPED_TRACE(testing::Message() << from << " -> " << to);
       const Tensor strided = reversed(x).to(to);         // copy kernel, strided
       const Tensor packed = reversed(x.to(to));          // convert_dtype, then a view
