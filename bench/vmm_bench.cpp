@@ -2,7 +2,10 @@
 // the figures behind the page size of expandable segments (Note [Expandable
 // segments]). For each chunk size, maps N chunks into one reserved range
 // (create + map per chunk, one set-access per run), then unmaps and releases
-// them, and prints microseconds per chunk for each step.
+// them, and prints microseconds per chunk for each step. Then what the calls
+// cost the GPU's work: a queue of kernels runs while the host maps and unmaps
+// chunks elsewhere, and its time is compared with the same queue run alone (a
+// call that stalls the device shows there, not in its own time).
 //
 //   vmm_bench [--chunks N] [--stall-cycles N (0: skip the GPU part)]
 #include <chrono>
@@ -54,7 +57,7 @@ std::pair<double, double> gpu_queue_with(int kernels, genesis::Tensor& out, cons
   return {us_since(t0) / 1000.0, host_ms};
 }
 
-// What mapping calls cost the device's work (see the top of the file).
+// What mapping calls cost the device's queued work (see the top of the file).
 void gpu_stall(int cycles) {
   namespace vmm = genesis::cuda::vmm;
   using genesis::Tensor;

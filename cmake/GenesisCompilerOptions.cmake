@@ -56,30 +56,21 @@ endfunction()
 # "none" adds nothing anywhere; any other value is a list of flags for the
 # test binaries (and, in sanitizer builds, the bindings). The flags come
 # after the build type's, so their -O wins.
-set(_genesis_test_opt "${GENESIS_TEST_OPTIMIZATION}")
 set(GENESIS_TEST_OPT_FLAGS "")
-set(GENESIS_BINDINGS_OPT_FLAGS "")
-if(_genesis_test_opt STREQUAL "auto" OR _genesis_test_opt STREQUAL "")
+if(GENESIS_TEST_OPTIMIZATION STREQUAL "auto" OR GENESIS_TEST_OPTIMIZATION STREQUAL "")
   if(GENESIS_SANITIZER_FLAGS)
     set(GENESIS_TEST_OPT_FLAGS -O0)
   elseif(CMAKE_BUILD_TYPE MATCHES "^(Release|RelWithDebInfo)$")
     set(GENESIS_TEST_OPT_FLAGS -O1)
   endif()
-elseif(NOT _genesis_test_opt STREQUAL "none")
-  separate_arguments(GENESIS_TEST_OPT_FLAGS UNIX_COMMAND "${_genesis_test_opt}")
-endif()
-if(GENESIS_SANITIZER_FLAGS)
-  set(GENESIS_BINDINGS_OPT_FLAGS ${GENESIS_TEST_OPT_FLAGS})
+elseif(NOT GENESIS_TEST_OPTIMIZATION STREQUAL "none")
+  separate_arguments(GENESIS_TEST_OPT_FLAGS UNIX_COMMAND "${GENESIS_TEST_OPTIMIZATION}")
 endif()
 
-# genesis_test_optimisation(<target> [BINDINGS]): the flags above for a test
-# binary, or with BINDINGS for the Python bindings.
+# genesis_test_optimisation(<target>): the flags above, for a test binary (or,
+# in sanitizer builds, the Python bindings).
 function(genesis_test_optimisation target)
-  set(_flags ${GENESIS_TEST_OPT_FLAGS})
-  if("BINDINGS" IN_LIST ARGN)
-    set(_flags ${GENESIS_BINDINGS_OPT_FLAGS})
-  endif()
-  if(_flags)
-    target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${_flags}>")
+  if(GENESIS_TEST_OPT_FLAGS)
+    target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${GENESIS_TEST_OPT_FLAGS}>")
   endif()
 endfunction()

@@ -76,10 +76,10 @@ log "release: build/ (Release, CUDA auto)"
 # SASS (CMAKE_CUDA_ARCHITECTURES=90-virtual: ptxas was 55% of a kernel
 # file's time), with cicc at -O1 (about half its -O3 time). Every kernel
 # still goes through nvcc's front end and cicc, where a source error shows.
-# A build/ that exists keeps the settings it has.
 # A fresh build/ also compiles the test binaries as unity builds (eight test
-# files per compiler run share the parse of GoogleTest and Genesis's headers);
-# one that exists keeps what it has, so an edit of one test recompiles one file.
+# files per compiler run share the parse of GoogleTest and Genesis's headers).
+# A build/ that exists keeps the settings it has (an edit of one test then
+# recompiles one file).
 release_args=(-DCMAKE_BUILD_TYPE=Release)
 release_note=""
 if [[ ! -f build/CMakeCache.txt ]]; then

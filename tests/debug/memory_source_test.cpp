@@ -39,16 +39,7 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-// The message of the exception of type E that `f` throws ("" if none).
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing_support::error_of;
 
 // alloc A (1000 B) at 0 ms, B (3000 B) at 10 ms, free A at 20 ms, alloc C
 // (700 B) at 30 ms; time stamps in us from 5000 (trace time starts at 0).

@@ -22,12 +22,13 @@
 
 namespace genesis::debug::testing_support {
 
-// The message of the InvalidArgumentError `fn` throws ("" when none).
-template <class F>
+// The message of the exception of type E (by default InvalidArgumentError)
+// that `fn` throws ("" when none).
+template <class E = InvalidArgumentError, class F>
 std::string error_of(F&& fn) {
   try {
     fn();
-  } catch (const InvalidArgumentError& e) {
+  } catch (const E& e) {
     return e.what();
   }
   return "";
