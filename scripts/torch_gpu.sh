@@ -28,7 +28,7 @@
 # the order rotated each round; the summary pairs each run with PyTorch
 # native's of the same round);
 # GENESIS_TORCH_ALLOCATORS picks the jobs' allocators (default
-# native,expandable,genesis,genesis-expandable);
+# native,expandable,genesis,genesis-classic);
 # GENESIS_TORCH_BUDGET_GB is the search's budget (default 12).
 set -uo pipefail
 
@@ -132,11 +132,11 @@ fi
 
 # ------------------------------------------------------------------ jobs ---
 if want jobs; then
-  log "jobs: ${GENESIS_TORCH_ALLOCATORS:-native,expandable,genesis,genesis-expandable}"
+  log "jobs: ${GENESIS_TORCH_ALLOCATORS:-native,expandable,genesis,genesis-classic}"
   t0=$(stamp)
   if "$PY" bench/torch/jobs.py all --steps-scale "${GENESIS_TORCH_STEPS_SCALE:-1}" \
        --repeats "${GENESIS_TORCH_REPEATS:-3}" --out "$OUT/torch_jobs.json" \
-       --allocators "${GENESIS_TORCH_ALLOCATORS:-native,expandable,genesis,genesis-expandable}" \
+       --allocators "${GENESIS_TORCH_ALLOCATORS:-native,expandable,genesis,genesis-classic}" \
        2>&1 | tee "$OUT/torch_jobs.log"; then
     record jobs PASS "$(( $(stamp) - t0 )) s"
   else

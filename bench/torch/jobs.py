@@ -17,7 +17,9 @@ Jobs (models built from configs: nothing is downloaded):
            batch padded to its longest sequence)
 Allocators: native (PyTorch's caching allocator), expandable (the same with
 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), genesis (Genesis, default
-options), genesis-expandable (Genesis with expandable segments).
+options: expandable segments behind PyTorch), genesis-expandable (Genesis with
+expandable segments asked for), genesis-classic (Genesis with classic
+segments).
 
 Each run reports JSON: peak reserved and allocated bytes (torch.cuda's
 figures for PyTorch's allocator, genesis.torch's for Genesis: both count
@@ -36,7 +38,7 @@ import subprocess
 import sys
 import time
 
-ALLOCATORS = ("native", "expandable", "genesis", "genesis-expandable")
+ALLOCATORS = ("native", "expandable", "genesis", "genesis-expandable", "genesis-classic")
 JOBS = ("gpt2", "resnet50", "serve", "bert")
 # Steps per job: about 5-10 s on an H100 after warm-up.
 DEFAULT_STEPS = {"gpt2": 40, "resnet50": 60, "serve": 12, "bert": 50}
@@ -55,7 +57,8 @@ def setup_allocator(name, fraction=None):
     if name.startswith("genesis"):
         import genesis.torch as gt
 
-        opts = {"expandable_segments": True} if name == "genesis-expandable" else {}
+        opts = {"genesis-expandable": {"expandable_segments": True},
+                "genesis-classic": {"expandable_segments": False}}.get(name, {})
         if fraction is not None:
             opts["memory_fraction"] = fraction
         gt.use_genesis_allocator(**opts)

@@ -1,7 +1,7 @@
 """genesis.cupy: Genesis as CuPy's GPU allocator.
 
     import cupy, genesis.cupy
-    cupy.cuda.set_allocator(genesis.cupy.allocator(expandable_segments=True))
+    cupy.cuda.set_allocator(genesis.cupy.allocator())
 
 CuPy then allocates from the process-wide Genesis GPU allocators: the same
 pool as genesis.Tensor and, after genesis.torch.use_genesis_allocator(), as
@@ -12,7 +12,8 @@ block's owner object frees it); a block is reused at once on its stream and
 on other streams only after the work recorded on them is done, as in CuPy's
 own pool. CuPy is imported only when a function needs it.
 
-Options: the keys of GENESIS_ALLOC_CONF (genesis/memory/alloc_conf.h) as
+Expandable segments are on unless the options or GENESIS_ALLOC_CONF say
+otherwise, as behind PyTorch (genesis.torch). Options: the keys of GENESIS_ALLOC_CONF (genesis/memory/alloc_conf.h) as
 keyword arguments, or ``conf`` as text; they configure the process-wide
 allocators (what is fixed at creation must come before the first GPU
 allocation of the process).
@@ -72,6 +73,9 @@ def allocator(conf=None, **options):
     text = _alloc_conf.conf_text(conf, source="genesis.cupy.allocator", **options)
     if text:
         _C.configure_cuda_allocators(text, "genesis.cupy.allocator")
+    # Expandable segments unless the user chose (Note [Front-end defaults]
+    # in src/memory/alloc_conf_defaults.cpp).
+    _C.prefer_cuda_allocator_defaults(_C.FRAMEWORK_ALLOC_DEFAULTS, "genesis.cupy.allocator")
     memory = cupy.cuda.memory
     oom = _oom_type(cupy)
     allocators = {}

@@ -65,6 +65,11 @@ void bind_alloc_conf(py::module_& m) {
   m.def("configure_cuda_allocators", &memory::configure_cuda_allocators, py::arg("text"),
         py::arg("source") = "allocator configuration", py::call_guard<py::gil_scoped_release>(),
         "Adds to the configuration of the process-wide GPU allocators (see genesis/memory/alloc_conf.h).");
+  m.attr("FRAMEWORK_ALLOC_DEFAULTS") = std::string(memory::kFrameworkAllocDefaults);
+  m.def("prefer_cuda_allocator_defaults", &memory::prefer_cuda_allocator_defaults, py::arg("text"), py::arg("source"),
+        py::call_guard<py::gil_scoped_release>(),
+        "A front end's defaults for the keys the user left alone, while no process-wide GPU allocator exists; "
+        "False once one does (see genesis/memory/alloc_conf.h).");
 }
 
 }  // namespace genesis::python

@@ -70,6 +70,7 @@
 #include "genesis/core/error.h"
 #include "genesis/cuda/runtime.h"
 #include "genesis/interop/torch_abi.h"
+#include "genesis/memory/alloc_conf.h"
 #include "genesis/memory/device_allocators.h"
 #include "genesis/memory/simulated_device.h"
 #include "py_location.h"
@@ -104,6 +105,9 @@ CachingAllocator& allocator_of(int device) {
   GENESIS_CHECK(device >= 0 && device < kMaxDevices, "device index ", device, " is out of range");
   CachingAllocator* a = device_allocators[device].load(std::memory_order_acquire);
   if (a == nullptr) {
+    // PyTorch's allocator: expandable segments unless the user chose
+    // (Note [Front-end defaults] in alloc_conf_defaults.cpp).
+    memory::prefer_cuda_allocator_defaults(memory::kFrameworkAllocDefaults, "the PyTorch adaptor");
     // Throws CudaError/InvalidArgumentError without a driver or device.
     a = &memory::cuda_allocator(device);
     device_allocators[device].store(a, std::memory_order_release);

@@ -87,6 +87,46 @@ def test_the_environment_configures_gpu_allocators_and_front_ends_add_to_it():
     assert "NOW expandable_segments:True,memory_fraction:0.75,thread_cache_small_count:16" in p.stdout
 
 
+def test_front_end_defaults_fill_only_what_the_user_left_alone():
+    # Nothing chosen: the adaptors' preference applies.
+    p = run("""
+        from genesis import _C
+        assert _C.FRAMEWORK_ALLOC_DEFAULTS == "expandable_segments:True"
+        print("FIRST", _C.prefer_cuda_allocator_defaults(_C.FRAMEWORK_ALLOC_DEFAULTS, "test"))
+        print("NOW", _C.cuda_alloc_conf())
+        _C.configure_cuda_allocators("expandable_segments:False", "test")   # a later choice still wins
+        print("LATER", _C.cuda_alloc_conf())
+    """)
+    assert p.returncode == 0, p.stderr
+    assert "FIRST True" in p.stdout and "NOW expandable_segments:True\n" in p.stdout
+    assert "LATER expandable_segments:False" in p.stdout
+    # Chosen in the environment, even as the library's own default: kept;
+    # thread_cache was left alone, so the preference sets it.
+    for env in ("expandable_segments:False,arenas:2", "expandable_segments:auto"):
+        p = run("""
+            from genesis import _C
+            _C.prefer_cuda_allocator_defaults("expandable_segments:True,thread_cache:False", "test")
+            print("NOW[" + _C.cuda_alloc_conf() + "]")
+        """, GENESIS_ALLOC_CONF=env)
+        assert p.returncode == 0, p.stderr
+        got = p.stdout.split("NOW[")[1].split("]")[0]
+        assert got == _C.format_alloc_conf(env + ",thread_cache:False"), (env, got)
+    # Chosen by a front end before the preference: kept; malformed text is an error.
+    p = run("""
+        from genesis import _C
+        _C.configure_cuda_allocators("expandable_segments:False", "test")
+        _C.prefer_cuda_allocator_defaults("expandable_segments:True", "test")
+        print("NOW", _C.cuda_alloc_conf())
+        try:
+            _C.prefer_cuda_allocator_defaults("expandable_segments:maybe", "the adaptor")
+        except ValueError as e:
+            print("ERR", e)
+    """)
+    assert p.returncode == 0, p.stderr
+    assert "NOW expandable_segments:False" in p.stdout
+    assert "ERR" in p.stdout and "the adaptor" in p.stdout and "maybe" in p.stdout
+
+
 def test_a_malformed_environment_is_a_clear_error_at_first_use():
     p = run("""
         import genesis

@@ -307,3 +307,38 @@ def test_cupy_shares_the_pool():
             c = cupy.ones(1 << 20)
         assert int(c.sum()) == 1 << 20
     """)
+
+
+def test_pytorch_and_cupy_get_expandable_segments_unless_the_user_chose():
+    run("""
+        gt.use_genesis_allocator()
+        x = torch.ones(1 << 20, device="cuda")
+        a = genesis._C.cuda_allocator(0)
+        assert a.expandable_segments
+        assert "expandable_segments:True" in genesis._C.cuda_alloc_conf()
+        # The allocator exists: a preference changes nothing and is no error.
+        assert not genesis._C.prefer_cuda_allocator_defaults("expandable_segments:False", "test")
+        assert genesis._C.cuda_allocator(0).expandable_segments
+    """)
+    run("""
+        gt.use_genesis_allocator()
+        x = torch.ones(1 << 20, device="cuda")
+        assert not genesis._C.cuda_allocator(0).expandable_segments
+    """, env={"GENESIS_ALLOC_CONF": "expandable_segments:False"})
+    # Genesis's own API first: its allocator (classic segments on CUDA) then
+    # serves PyTorch as it was made.
+    run("""
+        t = genesis.empty(1024, device="cuda")
+        assert not genesis._C.cuda_allocator(0).expandable_segments
+        gt.use_genesis_allocator()
+        x = torch.ones(1 << 20, device="cuda")
+        assert not genesis._C.cuda_allocator(0).expandable_segments
+    """)
+    if importlib.util.find_spec("cupy") is not None:
+        run("""
+            import cupy
+            import genesis.cupy as gc_
+            cupy.cuda.set_allocator(gc_.allocator())
+            a = cupy.arange(1 << 20, dtype=cupy.float32)
+            assert genesis._C.cuda_allocator(0).expandable_segments
+        """)

@@ -5,9 +5,11 @@
 // Lock order: this file's mutex, then the allocator registry's (through
 // existing_allocators()). cuda_allocator() asks for its options before it
 // takes the registry's lock, so the two never nest the other way.
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,7 @@ struct Conf {
   std::mutex mutex;
   bool env_read = false;           // GENESIS_ALLOC_CONF parsed without error
   AllocatorOptions options;        // the environment's text, then each added one, parsed
+  std::set<std::string> given;     // keys the environment or configure_cuda_allocators set
 };
 
 // Leaked, like the allocator registry: allocators may be made during exit.
@@ -37,7 +40,9 @@ void read_environment_locked(Conf& c) {
   if (c.env_read) return;
   const char* v = std::getenv("GENESIS_ALLOC_CONF");
   const std::string text = v != nullptr ? v : "";
-  c.options = parse_alloc_conf(text, AllocatorOptions{}, "GENESIS_ALLOC_CONF");
+  std::vector<std::string> keys;
+  c.options = parse_alloc_conf(text, AllocatorOptions{}, "GENESIS_ALLOC_CONF", &keys);
+  c.given.insert(keys.begin(), keys.end());
   c.env_read = true;
 }
 
@@ -64,6 +69,12 @@ std::map<std::string, std::string> fixed_options(AllocatorOptions o) {
 
 bool is_cuda_id(const std::string& id) {
   return !id.empty() && id.find_first_not_of("0123456789") == std::string::npos;
+}
+
+bool any_cuda_allocator() {
+  for (auto& [id, a] : existing_allocators())
+    if (is_cuda_id(id)) return true;
+  return false;
 }
 
 }  // namespace
@@ -116,6 +127,38 @@ void configure_cuda_allocators(std::string_view text, std::string_view source) {
     }
   }
   c.options = next;
+  c.given.insert(keys.begin(), keys.end());
+}
+
+// Note [Front-end defaults]: the library's own defaults suit a program that
+// calls Genesis directly, where a round trip of tens of nanoseconds is what
+// is measured: on CUDA, classic segments and the thread cache, because every
+// physical mapping of expandable segments costs the driver tens of
+// microseconds (Note [Physical chunks]). A framework's allocation sits
+// behind an operator call of several microseconds and a job that is judged
+// by the memory it needs and its step rate: there expandable segments
+// reserve 1.01-1.02 of the peak a job asks for, against 1.05-1.57 with
+// classic segments, at the step rate of PyTorch's own allocator on the real
+// jobs measured (bench/RESULTS.md, "Genesis as PyTorch's allocator"). So the
+// PyTorch and CuPy adaptors prefer expandable segments. A preference is
+// weaker than a choice: it fills only the keys the user left alone, and it
+// changes nothing once a process-wide GPU allocator exists (made by another
+// front end first, whose options are fixed), rather than fail.
+bool prefer_cuda_allocator_defaults(std::string_view text, std::string_view source) {
+  Conf& c = conf();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  read_environment_locked(c);
+  std::vector<std::string> keys;
+  const AllocatorOptions wanted = parse_alloc_conf(text, AllocatorOptions{}, source, &keys);
+  if (any_cuda_allocator()) return false;
+  // The items of the keys the user did not give, in canonical form, on top
+  // of the current options (a default equal to the library's has no item).
+  std::string fill;
+  for (const auto& [key, value] : fixed_options(wanted))
+    if (c.given.count(key) == 0 && std::find(keys.begin(), keys.end(), key) != keys.end())
+      fill += (fill.empty() ? "" : ",") + key + ":" + value;
+  c.options = parse_alloc_conf(fill, c.options, source);
+  return true;
 }
 
 }  // namespace genesis::memory

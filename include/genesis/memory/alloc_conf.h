@@ -11,6 +11,8 @@
 //   2. GENESIS_ALLOC_CONF, read once, at the first use (a malformed value is
 //      an error at that first use, naming the variable);
 //   3. what configure_cuda_allocators() set on top (later calls add to it).
+// Between 1 and 2 sit a front end's own defaults for the keys the user left
+// alone (prefer_cuda_allocator_defaults, Note [Front-end defaults]).
 // The text is "key:value,key:value" in the spirit of PYTORCH_CUDA_ALLOC_CONF:
 // blanks around keys and values are ignored, as are empty items; a key given
 // twice, an unknown key (the message lists the valid ones) and a malformed
@@ -69,5 +71,16 @@ std::string cuda_alloc_conf();
 /// creation (expandable_segments, thread_cache, ...), nothing changes and
 /// InvalidArgumentError names the option and the device. Thread-safe.
 void configure_cuda_allocators(std::string_view text, std::string_view source = "allocator configuration");
+
+/// Defaults a front end prefers to the library's for options fixed when an
+/// allocator is made (Note [Front-end defaults]): each key of `text` that neither GENESIS_ALLOC_CONF nor
+/// configure_cuda_allocators() has given is set, while no process-wide GPU
+/// allocator exists yet. Returns false, changing nothing, once one exists
+/// (its options are fixed and a default never makes an error). Throws
+/// InvalidArgumentError for malformed text. Thread-safe.
+bool prefer_cuda_allocator_defaults(std::string_view text, std::string_view source);
+
+/// What the PyTorch and CuPy adaptors prefer (Note [Front-end defaults]).
+inline constexpr std::string_view kFrameworkAllocDefaults = "expandable_segments:True";
 
 }  // namespace genesis::memory

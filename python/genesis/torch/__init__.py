@@ -1,7 +1,7 @@
 """genesis.torch: Genesis as PyTorch's CUDA allocator.
 
     import genesis.torch
-    genesis.torch.use_genesis_allocator(expandable_segments=True)  # first, before any CUDA work
+    genesis.torch.use_genesis_allocator()                           # first, before any CUDA work
     ...                                                              # the PyTorch program, unchanged
     genesis.torch.memory_stats()["reserved_bytes.all.peak"]         # PyTorch's key names
 
@@ -10,6 +10,14 @@ or memory from Genesis beside PyTorch's own allocator:
     pool = genesis.torch.mem_pool()
     with genesis.torch.use_mem_pool(pool):
         x = torch.empty(1 << 20, device="cuda")
+
+Behind PyTorch, Genesis uses expandable segments unless told otherwise
+(expandable_segments=False, or GENESIS_ALLOC_CONF): there they reserve about
+1.01 of a job's peak where classic segments reserve what PyTorch's own
+allocator does, at the same step rate; Genesis's own API keeps classic
+segments on CUDA, where its 20-nanosecond round trip is what counts. If a
+Genesis GPU allocator exists before PyTorch's first allocation (made through
+genesis.cuda), PyTorch shares it as it is.
 
 The GPU allocators behind both are the process-wide ones of genesis.cuda, so
 every Genesis tool describes the PyTorch program: genesis.cuda.memory_stats(),

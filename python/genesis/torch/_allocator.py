@@ -73,10 +73,11 @@ _LATE = ("genesis.torch.use_genesis_allocator() must run before PyTorch initiali
 def use_genesis_allocator(conf=None, **options):
     """Makes Genesis PyTorch's CUDA allocator for the rest of the process.
 
-    ``options`` are allocator options (expandable_segments=True,
+    ``options`` are allocator options (expandable_segments=False,
     memory_fraction=0.9, cache_size='4GB', thread_cache=False, ...; the keys
     of GENESIS_ALLOC_CONF), ``conf`` the same as text; both are added to
-    GENESIS_ALLOC_CONF. Must run before PyTorch initialises CUDA (a clear
+    GENESIS_ALLOC_CONF; expandable segments are on unless one of them says
+    otherwise. Must run before PyTorch initialises CUDA (a clear
     RuntimeError otherwise). A second call changes what can change while the
     allocators live (memory_fraction, cache_size) and returns the same
     object. Afterwards genesis.torch.memory_stats(), memory_snapshot(),
