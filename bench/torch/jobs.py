@@ -181,9 +181,10 @@ class Serve:
 
     def step(self):
         torch = self.torch
+        # A fixed batch (the largest-batch search) serves its longest requests.
         b = self.batch or self.rng.choice([1, 2, 4, 8])
-        prompt = self.rng.choice([64, 128, 256, 512, 1024])
-        new = self.rng.choice([16, 32, 64, 128])
+        prompt = 1024 if self.batch else self.rng.choice([64, 128, 256, 512, 1024])
+        new = 64 if self.batch else self.rng.choice([16, 32, 64, 128])
         ids = torch.randint(3, 32000, (b, prompt), device="cuda")
         with torch.inference_mode():
             out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new,
@@ -388,14 +389,14 @@ def main():
                    help="rounds of every job x allocator, the allocators' order rotated each round (default 3)")
     a.add_argument("--out")
     s = sub.add_parser("search")
-    s.add_argument("--job", choices=("gpt2", "resnet50", "bert"), required=True)
+    s.add_argument("--job", choices=JOBS, required=True)
     s.add_argument("--allocator", choices=ALLOCATORS, required=True)
     s.add_argument("--budget-gb", type=float, default=12.0)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--probe-steps", type=int, default=3)
     s.add_argument("--max-batch", type=int, default=1024)
     sa = sub.add_parser("search-all")
-    sa.add_argument("--jobs", default="gpt2,resnet50")
+    sa.add_argument("--jobs", default=",".join(JOBS))
     sa.add_argument("--allocators", default="native,expandable,genesis")
     sa.add_argument("--budget-gb", type=float, default=12.0)
     sa.add_argument("--out")
