@@ -73,9 +73,6 @@ def allocator(conf=None, **options):
     text = _alloc_conf.conf_text(conf, source="genesis.cupy.allocator", **options)
     if text:
         _C.configure_cuda_allocators(text, "genesis.cupy.allocator")
-    # Expandable segments unless the user chose (Note [Front-end defaults]
-    # in src/memory/alloc_conf_defaults.cpp).
-    _C.prefer_cuda_allocator_defaults(_C.FRAMEWORK_ALLOC_DEFAULTS, "genesis.cupy.allocator")
     memory = cupy.cuda.memory
     oom = _oom_type(cupy)
     allocators = {}
@@ -84,6 +81,9 @@ def allocator(conf=None, **options):
         device = cupy.cuda.runtime.getDevice()
         a = allocators.get(device)
         if a is None:
+            # Expandable segments where the device maps pages, unless the user
+            # chose (Note [Front-end defaults] in src/memory/alloc_conf_defaults.cpp).
+            _C.prefer_framework_allocator_defaults(device, "genesis.cupy.allocator")
             a = allocators[device] = _C.cuda_allocator(device)
         stream = cupy.cuda.get_current_stream().ptr
         try:

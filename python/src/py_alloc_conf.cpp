@@ -66,6 +66,10 @@ void bind_alloc_conf(py::module_& m) {
         py::arg("source") = "allocator configuration", py::call_guard<py::gil_scoped_release>(),
         "Adds to the configuration of the process-wide GPU allocators (see genesis/memory/alloc_conf.h).");
   m.attr("FRAMEWORK_ALLOC_DEFAULTS") = std::string(memory::kFrameworkAllocDefaults);
+  m.def("prefer_framework_allocator_defaults", &memory::prefer_framework_allocator_defaults, py::arg("device"),
+        py::arg("source"), py::call_guard<py::gil_scoped_release>(),
+        "The PyTorch and CuPy adaptors' defaults (expandable segments) where CUDA device `device` maps pages; "
+        "False where it cannot or an allocator exists (see genesis/memory/alloc_conf.h).");
   m.def("prefer_cuda_allocator_defaults", &memory::prefer_cuda_allocator_defaults, py::arg("text"), py::arg("source"),
         py::call_guard<py::gil_scoped_release>(),
         "A front end's defaults for the keys the user left alone, while no process-wide GPU allocator exists; "

@@ -107,7 +107,7 @@ CachingAllocator& allocator_of(int device) {
   if (a == nullptr) {
     // PyTorch's allocator: expandable segments unless the user chose
     // (Note [Front-end defaults] in alloc_conf_defaults.cpp).
-    memory::prefer_cuda_allocator_defaults(memory::kFrameworkAllocDefaults, "the PyTorch adaptor");
+    memory::prefer_framework_allocator_defaults(device, "the PyTorch adaptor");
     // Throws CudaError/InvalidArgumentError without a driver or device.
     a = &memory::cuda_allocator(device);
     device_allocators[device].store(a, std::memory_order_release);

@@ -127,6 +127,18 @@ def test_front_end_defaults_fill_only_what_the_user_left_alone():
     assert "ERR" in p.stdout and "the adaptor" in p.stdout and "maybe" in p.stdout
 
 
+def test_the_adaptors_prefer_nothing_where_pages_cannot_be_mapped():
+    # GENESIS_NO_VMM=1 (or no GPU, or a driver without virtual memory): asking
+    # for expandable segments would be an error there, so nothing is preferred.
+    p = run("""
+        from genesis import _C
+        print("PREF", _C.prefer_framework_allocator_defaults(0, "test"))
+        print("NOW[" + _C.cuda_alloc_conf() + "]")
+    """, GENESIS_NO_VMM="1")
+    assert p.returncode == 0, p.stderr
+    assert "PREF False" in p.stdout and "NOW[]" in p.stdout, p.stdout
+
+
 def test_a_malformed_environment_is_a_clear_error_at_first_use():
     p = run("""
         import genesis

@@ -325,6 +325,13 @@ def test_pytorch_and_cupy_get_expandable_segments_unless_the_user_chose():
         x = torch.ones(1 << 20, device="cuda")
         assert not genesis._C.cuda_allocator(0).expandable_segments
     """, env={"GENESIS_ALLOC_CONF": "expandable_segments:False"})
+    # A driver without virtual memory (as GENESIS_NO_VMM=1 pretends): classic
+    # segments, no error.
+    run("""
+        gt.use_genesis_allocator()
+        x = torch.ones(1 << 20, device="cuda")
+        assert not genesis._C.cuda_allocator(0).expandable_segments
+    """, env={"GENESIS_NO_VMM": "1"})
     # Genesis's own API first: its allocator (classic segments on CUDA) then
     # serves PyTorch as it was made.
     run("""

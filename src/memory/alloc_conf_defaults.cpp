@@ -15,6 +15,7 @@
 
 #include "genesis/core/error.h"
 #include "genesis/memory/alloc_conf.h"
+#include "genesis/memory/cuda_resource.h"
 #include "genesis/memory/device_allocators.h"
 
 namespace genesis::memory {
@@ -143,7 +144,9 @@ void configure_cuda_allocators(std::string_view text, std::string_view source) {
 // PyTorch and CuPy adaptors prefer expandable segments. A preference is
 // weaker than a choice: it fills only the keys the user left alone, and it
 // changes nothing once a process-wide GPU allocator exists (made by another
-// front end first, whose options are fixed), rather than fail.
+// front end first, whose options are fixed), rather than fail; nor on a
+// device that cannot map pages, where asking for expandable segments is an
+// error (prefer_framework_allocator_defaults).
 bool prefer_cuda_allocator_defaults(std::string_view text, std::string_view source) {
   Conf& c = conf();
   std::lock_guard<std::mutex> lock(c.mutex);
@@ -159,6 +162,11 @@ bool prefer_cuda_allocator_defaults(std::string_view text, std::string_view sour
       fill += (fill.empty() ? "" : ",") + key + ":" + value;
   c.options = parse_alloc_conf(fill, c.options, source);
   return true;
+}
+
+bool prefer_framework_allocator_defaults(int device, std::string_view source) {
+  if (!CudaDeviceResource::maps_pages(device)) return false;
+  return prefer_cuda_allocator_defaults(kFrameworkAllocDefaults, source);
 }
 
 }  // namespace genesis::memory

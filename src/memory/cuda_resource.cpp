@@ -19,11 +19,15 @@ int validated(int device) {
 }
 }  // namespace
 
-CudaDeviceResource::CudaDeviceResource(int device) : device_(validated(device)) {
+bool CudaDeviceResource::maps_pages(int device) noexcept {
   // GENESIS_NO_VMM=1 forces classic segments (for comparisons and for
   // drivers whose VMM support misbehaves).
   const char* no_vmm = std::getenv("GENESIS_NO_VMM");
-  vmm_ = !(no_vmm != nullptr && no_vmm[0] == '1') && cuda::vmm::available(device_);
+  return !(no_vmm != nullptr && no_vmm[0] == '1') && cuda::vmm::available(device);
+}
+
+CudaDeviceResource::CudaDeviceResource(int device) : device_(validated(device)) {
+  vmm_ = maps_pages(device_);
   if (vmm_) page_size_ = cuda::vmm::granularity(device_);
   total_bytes_ = cuda::get_device_properties(device_).total_memory;
 }

@@ -83,4 +83,11 @@ bool prefer_cuda_allocator_defaults(std::string_view text, std::string_view sour
 /// What the PyTorch and CuPy adaptors prefer (Note [Front-end defaults]).
 inline constexpr std::string_view kFrameworkAllocDefaults = "expandable_segments:True";
 
+/// The PyTorch and CuPy adaptors' call before the allocator of CUDA device
+/// `device` is first needed: kFrameworkAllocDefaults where that device maps
+/// pages (CudaDeviceResource::maps_pages), nothing where it cannot, so that
+/// a preference never turns into the error that asking for expandable
+/// segments there would be. Returns whether they were applied.
+bool prefer_framework_allocator_defaults(int device, std::string_view source);
+
 }  // namespace genesis::memory

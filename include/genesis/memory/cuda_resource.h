@@ -25,6 +25,10 @@ class CudaDeviceResource final : public UpstreamResource {
   /// Throws InvalidArgumentError when `device` is not a CUDA device of this
   /// machine (including any device when there is no GPU or no CUDA).
   explicit CudaDeviceResource(int device);
+  /// Whether a resource for `device` maps pages (supports_virtual_memory):
+  /// the driver offers virtual memory management there and GENESIS_NO_VMM
+  /// is not 1. Never throws.
+  static bool maps_pages(int device) noexcept;
   ~CudaDeviceResource() override;
 
   MemoryKind kind() const noexcept override { return MemoryKind::kDevice; }

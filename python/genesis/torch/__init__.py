@@ -12,7 +12,8 @@ or memory from Genesis beside PyTorch's own allocator:
         x = torch.empty(1 << 20, device="cuda")
 
 Behind PyTorch, Genesis uses expandable segments unless told otherwise
-(expandable_segments=False, or GENESIS_ALLOC_CONF): there they reserve about
+(expandable_segments=False, or GENESIS_ALLOC_CONF) or the driver cannot map
+pages: there they reserve about
 1.01 of a job's peak where classic segments reserve what PyTorch's own
 allocator does, at the same step rate; Genesis's own API keeps classic
 segments on CUDA, where its 20-nanosecond round trip is what counts. If a
