@@ -13,7 +13,8 @@ on other streams only after the work recorded on them is done, as in CuPy's
 own pool. CuPy is imported only when a function needs it.
 
 Expandable segments are on unless the options or GENESIS_ALLOC_CONF say
-otherwise, as behind PyTorch (genesis.torch). Options: the keys of GENESIS_ALLOC_CONF (genesis/memory/alloc_conf.h) as
+otherwise or the driver cannot map pages, as behind PyTorch (genesis.torch).
+Options: the keys of GENESIS_ALLOC_CONF (genesis/memory/alloc_conf.h) as
 keyword arguments, or ``conf`` as text; they configure the process-wide
 allocators (what is fixed at creation must come before the first GPU
 allocation of the process).

@@ -13,12 +13,11 @@ or memory from Genesis beside PyTorch's own allocator:
 
 Behind PyTorch, Genesis uses expandable segments unless told otherwise
 (expandable_segments=False, or GENESIS_ALLOC_CONF) or the driver cannot map
-pages: there they reserve about
-1.01 of a job's peak where classic segments reserve what PyTorch's own
-allocator does, at the same step rate; Genesis's own API keeps classic
-segments on CUDA, where its 20-nanosecond round trip is what counts. If a
-Genesis GPU allocator exists before PyTorch's first allocation (made through
-genesis.cuda), PyTorch shares it as it is.
+pages: there they reserve about 1.01 of a job's peak where classic segments
+reserve what PyTorch's own allocator does, at the same step rate. Genesis's
+own API keeps classic segments on CUDA, where its 20-nanosecond round trip
+is what counts. If a Genesis GPU allocator exists before PyTorch's first
+allocation (made through genesis.cuda), PyTorch shares it as it is.
 
 The GPU allocators behind both are the process-wide ones of genesis.cuda, so
 every Genesis tool describes the PyTorch program: genesis.cuda.memory_stats(),
