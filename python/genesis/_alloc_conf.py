@@ -21,6 +21,13 @@ def keys():
 
 
 def _value_text(key, value):
+    if key == "idle_release" and not isinstance(value, (bool, str)):
+        # Seconds as a number (None or 0: off), as the text's milliseconds.
+        if value is None or value == 0:
+            return "off"
+        if isinstance(value, numbers.Real) and value > 0:
+            return f"{max(1, round(float(value) * 1000))}ms"
+        raise ValueError(f"idle_release: expected seconds > 0, None, or text such as '30s', got {value!r}")
     if value is None:
         if key in ("cache_size", "max_cached_bytes"):
             return "none"

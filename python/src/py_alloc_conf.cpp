@@ -31,6 +31,7 @@ py::dict options_to_dict(const memory::AllocatorOptions& o) {
   d["chunk_strand_pages"] = o.chunk_strand_pages == memory::AllocatorOptions::kAutoStrandPages
                                 ? py::object(py::str("auto"))
                                 : py::object(py::int_(o.chunk_strand_pages));
+  d["idle_release"] = o.idle_release_ms == 0 ? py::object(py::none()) : py::object(py::float_(o.idle_release_ms / 1000.0));
   d["release_slack"] = o.release_slack < 0 ? py::object(py::str("auto")) : py::object(py::float_(o.release_slack));
   d["arenas"] = o.arenas;
   d["record_events"] = o.record_events;

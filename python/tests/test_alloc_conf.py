@@ -87,6 +87,28 @@ def test_the_environment_configures_gpu_allocators_and_front_ends_add_to_it():
     assert "NOW expandable_segments:True,memory_fraction:0.75,thread_cache_small_count:16" in p.stdout
 
 
+def test_idle_release_takes_seconds_or_text_and_gives_the_cache_back():
+    assert _alloc_conf.conf_text(idle_release=30) == "idle_release:30000ms"
+    assert _alloc_conf.conf_text(idle_release=0.25) == "idle_release:250ms"
+    assert _alloc_conf.conf_text(idle_release=None) == "idle_release:off"
+    assert _alloc_conf.conf_text(idle_release="5min") == "idle_release:5min"
+    assert _alloc_conf.parse("idle_release:30000ms")["idle_release"] == 30.0
+    assert _alloc_conf.parse("")["idle_release"] is None
+    assert _C.format_alloc_conf("idle_release:30000ms") == "idle_release:30s"
+    for bad in (-1, "30", "1.5s"):
+        with pytest.raises(ValueError, match="idle_release"):
+            _alloc_conf.conf_text(idle_release=bad)
+    import time
+    sim = SimulatedAllocator(256 * MiB, conf="idle_release:20ms")
+    p = sim.allocate(16 * MiB)
+    sim.free(p)
+    assert sim.memory_stats()["reserved_bytes"] > 0
+    deadline = time.monotonic() + 10
+    while sim.memory_stats()["reserved_bytes"] > 0 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert sim.memory_stats()["reserved_bytes"] == 0
+
+
 def test_front_end_defaults_fill_only_what_the_user_left_alone():
     # Nothing chosen: the adaptors' preference applies.
     p = run("""

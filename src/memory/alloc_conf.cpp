@@ -114,6 +114,21 @@ struct Item {
     return f;
   }
 
+  // "off", "0", or a whole number of ms, s or min, in milliseconds
+  // (1 ms .. 1 day).
+  std::uint32_t duration_ms() const {
+    constexpr std::string_view kExpected = "off or a duration such as 500ms, 30s or 5min (at most a day)";
+    if (value == "off" || value == "0") return 0;
+    std::size_t digits = 0;
+    while (digits < value.size() && value[digits] >= '0' && value[digits] <= '9') ++digits;
+    const std::string_view unit = value.substr(digits);
+    const std::uint64_t scale = unit == "ms" ? 1 : unit == "s" ? 1000 : unit == "min" ? 60000 : 0;
+    if (digits == 0 || digits > 9 || scale == 0) bad(kExpected);
+    const std::uint64_t ms = std::stoull(std::string(value.substr(0, digits))) * scale;
+    if (ms == 0 || ms > 86'400'000) bad(kExpected);
+    return static_cast<std::uint32_t>(ms);
+  }
+
   std::size_t size() const {
     try {
       return parse_bytes(value);
@@ -156,6 +171,8 @@ void apply(const Item& it, AllocatorOptions& o) {
     o.release_slack = it.slack();
   } else if (k == "arenas") {
     o.arenas = static_cast<std::uint32_t>(it.count(0, CachingAllocator::kMaxArenas));
+  } else if (k == "idle_release") {
+    o.idle_release_ms = it.duration_ms();
   } else if (k == "record_events") {
     o.record_events = it.boolean();
   } else if (k == "event_capacity") {
@@ -192,6 +209,8 @@ const std::vector<AllocConfKey>& alloc_conf_keys() {
       {"release_slack", "auto or 0..0.1",
        "expandable segments: room above the allocated peak a loop may keep instead of remapping each step"},
       {"arenas", "0..8 (0: one per hardware thread)", "independent pools threads are spread over"},
+      {"idle_release", "off or a duration (500ms, 30s, 5min)",
+       "give the cached memory back after this long without an allocation"},
       {"record_events", "True|False", "record every alloc/free into the event history"},
       {"event_capacity", "1..268435456", "events kept per thread in the history"},
   };
@@ -277,6 +296,13 @@ std::string format_alloc_conf(const AllocatorOptions& o) {
     add("release_slack", buf);
   }
   if (o.arenas != d.arenas) add("arenas", std::to_string(o.arenas));
+  if (o.idle_release_ms != d.idle_release_ms) {
+    const std::uint32_t ms = o.idle_release_ms;
+    add("idle_release", ms == 0           ? std::string("off")
+                        : ms % 60000 == 0 ? std::to_string(ms / 60000) + "min"
+                        : ms % 1000 == 0  ? std::to_string(ms / 1000) + "s"
+                                          : std::to_string(ms) + "ms");
+  }
   if (o.record_events != d.record_events) add("record_events", flag(o.record_events));
   if (o.event_capacity_per_thread != d.event_capacity_per_thread)
     add("event_capacity", std::to_string(o.event_capacity_per_thread));

@@ -87,6 +87,7 @@ std::size_t detail::Arena::compact_arena() {
 
 std::size_t detail::Arena::collect_garbage_arena(std::chrono::nanoseconds max_idle) {
   Lock lock(mutex_);
+  ++stats_.counters.num_cache_flushes;  // a release of cached memory, as empty_cache's
   process_events();
   reclaim_thread_caches(true);
   const std::uint64_t now = detail::coarse_now_ns();

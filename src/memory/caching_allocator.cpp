@@ -7,6 +7,7 @@
 
 #include "genesis/memory/caching_allocator.h"
 #include "genesis/memory/detail/allocator_registry.h"
+#include "genesis/memory/detail/idle_release.h"
 
 namespace genesis::memory {
 
@@ -24,9 +25,11 @@ CachingAllocator::CachingAllocator(std::shared_ptr<UpstreamResource> upstream, A
   arenas_.set_root(&arena0_);
   arena0_.join(arenas_);
   arena0_.generation_ = detail::AllocatorRegistry::instance().attach(this, &arena0_.slot_);
+  if (options.idle_release_ms != 0) detail::watch_idle(this, std::chrono::milliseconds(options.idle_release_ms));
 }
 
 CachingAllocator::~CachingAllocator() {
+  if (arena0_.options_.idle_release_ms != 0) detail::unwatch_idle(this);  // first: no release may race the rest
   // After detach no exiting thread touches our caches (the registry lock
   // orders us after any retire in progress).
   detail::AllocatorRegistry::instance().detach(arena0_.slot_, arena0_.generation_);

@@ -41,7 +41,8 @@
 namespace genesis {
 
 enum class ForkRank : int {
-  kPublisher = 0,  // memory publisher: reads the allocators under its mutex
+  kIdleRelease = 0,  // the idle-release watcher: releases the allocators' caches under its mutex
+  kPublisher,      // memory publisher: reads the allocators under its mutex
   kMetrics,        // this process's metrics endpoint
   kAllocators,     // the process-wide caching allocators
   kMemcpyPool,     // parallel host memcpy workers
