@@ -5,7 +5,6 @@
 // Lock order: this file's mutex, then the allocator registry's (through
 // existing_allocators()). cuda_allocator() asks for its options before it
 // takes the registry's lock, so the two never nest the other way.
-#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -72,10 +71,12 @@ bool is_cuda_id(const std::string& id) {
   return !id.empty() && id.find_first_not_of("0123456789") == std::string::npos;
 }
 
-bool any_cuda_allocator() {
+// The process-wide GPU allocators that exist: (device id, allocator).
+std::vector<std::pair<std::string, CachingAllocator*>> live_cuda_allocators() {
+  std::vector<std::pair<std::string, CachingAllocator*>> live;
   for (auto& [id, a] : existing_allocators())
-    if (is_cuda_id(id)) return true;
-  return false;
+    if (is_cuda_id(id)) live.emplace_back(id, a);
+  return live;
 }
 
 }  // namespace
@@ -100,9 +101,7 @@ void configure_cuda_allocators(std::string_view text, std::string_view source) {
   read_environment_locked(c);
   std::vector<std::string> keys;
   const AllocatorOptions next = parse_alloc_conf(text, c.options, source, &keys);
-  std::vector<std::pair<std::string, CachingAllocator*>> live;
-  for (auto& [id, a] : existing_allocators())
-    if (is_cuda_id(id)) live.emplace_back(id, a);
+  const auto live = live_cuda_allocators();
   // Check every allocator before changing any.
   const auto wanted = fixed_options(next);
   for (const auto& [id, a] : live) {
@@ -151,15 +150,14 @@ bool prefer_cuda_allocator_defaults(std::string_view text, std::string_view sour
   Conf& c = conf();
   std::lock_guard<std::mutex> lock(c.mutex);
   read_environment_locked(c);
-  std::vector<std::string> keys;
-  const AllocatorOptions wanted = parse_alloc_conf(text, AllocatorOptions{}, source, &keys);
-  if (any_cuda_allocator()) return false;
-  // The items of the keys the user did not give, in canonical form, on top
-  // of the current options (a default equal to the library's has no item).
+  const AllocatorOptions wanted = parse_alloc_conf(text, AllocatorOptions{}, source);
+  if (!live_cuda_allocators().empty()) return false;
+  // The text's items (fixed_options lists only what differs from the
+  // library's defaults) for the keys the user did not give, on top of the
+  // current options.
   std::string fill;
   for (const auto& [key, value] : fixed_options(wanted))
-    if (c.given.count(key) == 0 && std::find(keys.begin(), keys.end(), key) != keys.end())
-      fill += (fill.empty() ? "" : ",") + key + ":" + value;
+    if (c.given.count(key) == 0) fill += (fill.empty() ? "" : ",") + key + ":" + value;
   c.options = parse_alloc_conf(fill, c.options, source);
   return true;
 }

@@ -75,9 +75,10 @@ void configure_cuda_allocators(std::string_view text, std::string_view source = 
 /// Defaults a front end prefers to the library's for options fixed when an
 /// allocator is made (Note [Front-end defaults]): each key of `text` that
 /// neither GENESIS_ALLOC_CONF nor configure_cuda_allocators() has given is
-/// set, while no process-wide GPU allocator exists yet. Returns false, changing nothing, once one exists
-/// (its options are fixed and a default never makes an error). Throws
-/// InvalidArgumentError for malformed text. Thread-safe.
+/// set, while no process-wide GPU allocator exists yet. Returns false,
+/// changing nothing, once one exists (its options are fixed and a default
+/// never makes an error). Throws InvalidArgumentError for malformed text.
+/// Thread-safe.
 bool prefer_cuda_allocator_defaults(std::string_view text, std::string_view source);
 
 /// What the PyTorch and CuPy adaptors prefer (Note [Front-end defaults]).
