@@ -349,3 +349,35 @@ def test_pytorch_and_cupy_get_expandable_segments_unless_the_user_chose():
             a = cupy.arange(1 << 20, dtype=cupy.float32)
             assert genesis._C.cuda_allocator(0).expandable_segments
         """)
+
+
+def test_idle_release_gives_the_cache_back_under_pytorch():
+    # Expandable segments (the adaptor's default) and classic ones: after the
+    # program stops allocating for the idle period, what it freed goes back
+    # to the driver without an empty_cache() call; while it keeps allocating
+    # the cache stays.
+    for conf in ("", "expandable_segments:False"):
+        run(f"""
+            import time
+            gt.use_genesis_allocator({conf!r}, idle_release=0.3)
+            x = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+            x.fill_(1)
+            del x
+            torch.cuda.synchronize()
+            held = gt.memory_reserved()
+            assert held >= 64 << 20, held
+            # Busy: an allocation every 50 ms keeps the cache.
+            for _ in range(12):
+                y = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
+                del y
+                time.sleep(0.05)
+            assert gt.memory_reserved() >= 64 << 20, gt.memory_reserved()
+            free_before = torch.cuda.mem_get_info()[0]
+            deadline = time.time() + 5
+            while gt.memory_reserved() >= 64 << 20 and time.time() < deadline:
+                time.sleep(0.05)
+            assert gt.memory_reserved() < 64 << 20, gt.memory_reserved()
+            # The driver got it back, not just the books.
+            assert torch.cuda.mem_get_info()[0] >= free_before + (60 << 20)
+            assert genesis.cuda.memory_stats(0)["num_cache_flushes"] >= 1
+        """)

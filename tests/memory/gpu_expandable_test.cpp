@@ -3,8 +3,10 @@
 // unmapped and mapped again. Skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "genesis/core/error.h"
@@ -152,6 +154,38 @@ TEST_F(GpuExpandableTest, ManyMapUnmapCyclesStayConsistent) {
   }
   allocator_->empty_cache();
   EXPECT_EQ(allocator_->stats().reserved_bytes[kStatAggregate].current, 0);
+}
+
+// An allocator with idle_release, over the driver with either kind of
+// segment: once nothing is allocated for the idle period its cache goes back
+// to the driver (cudaMemGetInfo sees it) while live blocks keep their data.
+TEST_F(GpuExpandableTest, IdleReleaseGivesTheCacheBackToTheDriver) {
+  for (const bool expandable : {false, true}) {
+    AllocatorOptions o;
+    o.expandable_segments = expandable ? AllocatorOptions::Expandable::kOn : AllocatorOptions::Expandable::kOff;
+    o.idle_release_ms = 100;
+    CachingAllocator a(resource_, o);
+    void* live = a.allocate(8 * MiB);
+    write_and_verify(live, 8 * MiB, 31);
+    void* cached = a.allocate(256 * MiB);
+    write_and_verify(cached, 256 * MiB, 32);
+    a.deallocate(cached);
+    const std::size_t free_before = cuda::mem_get_info(0).free_bytes;
+    ASSERT_GE(a.stats().reserved_bytes[kStatAggregate].current, static_cast<std::int64_t>(264 * MiB));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (a.stats().reserved_bytes[kStatAggregate].current >= static_cast<std::int64_t>(256 * MiB) &&
+           std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_LT(a.stats().reserved_bytes[kStatAggregate].current, static_cast<std::int64_t>(256 * MiB))
+        << (expandable ? "expandable" : "classic");
+    EXPECT_GE(cuda::mem_get_info(0).free_bytes, free_before + 250 * MiB) << (expandable ? "expandable" : "classic");
+    EXPECT_GE(a.stats().allocated_bytes[kStatAggregate].current, static_cast<std::int64_t>(8 * MiB));
+    std::vector<std::uint32_t> back(8 * MiB / 4);
+    ASSERT_EQ(cudaMemcpy(back.data(), live, 8 * MiB, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (std::size_t i = 0; i < back.size(); ++i)
+      ASSERT_EQ(back[i], static_cast<std::uint32_t>(i * 2654435761u + 31)) << i;
+    a.deallocate(live);
+  }
 }
 
 #endif  // GENESIS_WITH_CUDA
