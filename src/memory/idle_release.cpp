@@ -8,13 +8,18 @@
 // idle_release an allocator gives its cached memory back once it has made no
 // allocation for that long. One thread per process, started with the first
 // watched allocator and never joined (it sleeps on a condition variable),
-// looks at every watched allocator four times per idle period. "No
-// allocation" is read from the folded count of allocations (frees do not
-// count: a program that only frees is winding down); when it has not moved
-// for the whole period and memory is cached, collect_garbage(0) releases it,
-// the threads' caches included, so a thread asleep with blocks in its cache
-// does not keep them. Once released, nothing more happens until the next
-// allocation starts a new period. The hot path pays nothing. The watcher
+// looks at every watched allocator four times per idle period. "Idle" is
+// read from the folded counts of allocations and frees: when neither has
+// moved for the whole period and memory is cached, collect_garbage(0)
+// releases it, the threads' caches included, so a thread asleep with blocks
+// in its cache does not keep them. Frees count as activity because they make
+// the cache: a program that computes for longer than the period while
+// holding its blocks, then frees them and goes quiet, must lose that cache
+// one period after its last free, not keep it until its next allocation
+// (counting allocations alone did that, on a GPU: the quiet compute spent the
+// period, the release found nothing to give, and the frees after it were
+// never looked at again). Once released, nothing more happens until the next
+// allocation or free starts a new period. The hot path pays nothing. The watcher
 // holds its lock while it releases, so an allocator's destructor
 // (unwatch_idle) waits for a release of it in progress instead of racing it;
 // the lock ranks before the allocators' (Note [Fork]). A fork()ed child has
@@ -45,7 +50,7 @@ using Clock = std::chrono::steady_clock;
 struct Watched {
   CachingAllocator* allocator;
   std::chrono::milliseconds idle;
-  std::int64_t allocs;   // the count when it last moved
+  std::int64_t activity;  // allocations + frees when they last moved
   Clock::time_point since;  // when it last moved
   bool released;         // released since it last moved
 };
@@ -79,8 +84,9 @@ void run(Watcher& w) {
     const Clock::time_point now = Clock::now();
     for (Watched& x : w.watched) {
       const MemoryStats s = x.allocator->stats();
-      if (s.num_allocs != x.allocs) {
-        x.allocs = s.num_allocs;
+      const std::int64_t activity = s.num_allocs + s.num_frees;
+      if (activity != x.activity) {
+        x.activity = activity;
         x.since = now;
         x.released = false;
         continue;

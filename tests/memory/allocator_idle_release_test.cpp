@@ -91,6 +91,28 @@ TEST(AllocatorIdleReleaseTest, ABusyAllocatorKeepsItsCache) {
   EXPECT_TRUE(reserved_falls_to_within(*a, 0, 20s)) << "reserved " << idle_test_reserved(*a) << " after the loop stopped";
 }
 
+TEST(AllocatorIdleReleaseTest, WhatIsFreedAfterAQuietSpellIsReleasedToo) {
+  // A program that holds its blocks through a quiet spell longer than the
+  // period (a long computation) and only then frees them: the release the
+  // spell brought found little to give, and the freed blocks must still go
+  // one period after the frees, with no allocation to wake the watcher.
+  for (const bool expandable : {false, true}) {
+    auto a = make_watched(40, expandable);
+    void* small = a->allocate(3 * MiB);  // classic: a segment with room to spare, so something is cached
+    void* big = a->allocate(256 * MiB);
+    void* other = a->allocate(40 * MiB);
+    a->deallocate(other);                  // cached through the quiet spell
+    const std::int64_t flushes = a->stats().num_cache_flushes;
+    ASSERT_TRUE(released_since_within(*a, flushes, 10s)) << "expandable " << expandable;
+    a->deallocate(big);
+    EXPECT_TRUE(reserved_falls_to_within(*a, static_cast<std::int64_t>(128 * MiB), 10s))
+        << "expandable " << expandable << ": reserved " << idle_test_reserved(*a) << " after the late free";
+    EXPECT_TRUE(a->owns(small));
+    a->deallocate(small);
+    a->check_invariants();
+  }
+}
+
 TEST(AllocatorIdleReleaseTest, OffByDefaultAndWhenAskedNotTo) {
   EXPECT_EQ(AllocatorOptions{}.idle_release_ms, 0u);
   auto a = make_watched(0, false);

@@ -105,7 +105,7 @@ struct AllocatorOptions {
   /// single-threaded program) uses arena 0 only: an arena is created when a
   /// thread is first assigned to it.
   std::uint32_t arenas = 0;
-  /// Milliseconds without an allocation after which the cached memory goes
+  /// Milliseconds without an allocation or a free after which the cached memory goes
   /// back to the upstream as collect_garbage() gives it (Note [Releasing
   /// when idle]); 0: only when asked (empty_cache, collect_garbage, compact).
   std::uint32_t idle_release_ms = 0;

@@ -10,7 +10,7 @@ class CachingAllocator;
 
 namespace genesis::memory::detail {
 
-/// Watches `a`: once it has made no allocation for `idle`, its cached memory
+/// Watches `a`: once it has made no allocation or free for `idle`, its cached memory
 /// is released (collect_garbage). Thread-safe.
 void watch_idle(CachingAllocator* a, std::chrono::milliseconds idle);
 /// Stops watching `a` (its destructor), after a release of it in progress.
