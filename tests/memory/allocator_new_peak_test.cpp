@@ -256,6 +256,44 @@ TEST_F(NewPeakTest, RoomIsKeptByDefaultOnlyWhereMappingIsExpensive) {
   }
 }
 
+// A small program whose blocks come from two pools in turn (a 64 MiB block,
+// then a 1 MiB one): at 1.5% of 65 MiB the room would be less than the page
+// the small pool needs, and every turn unmapped the large block's chunk to
+// map that page and mapped the chunk again for the next large block. The
+// room may reach a page per segment, so the loop settles after its first
+// turn, a page above its allocated peak.
+TEST_F(NewPeakTest, TwoPoolsTakingTurnsSettleWithinAPageOfRoom) {
+  sim_ = std::make_shared<SimulatedDevice>(4 * GiB, 0, SimulatedDevice::VmmCost::parse("0.001,0.001,0.001"));
+  AllocatorOptions o;
+  o.expandable_segments = AllocatorOptions::Expandable::kOn;
+  CachingAllocator a(sim_, o);
+  for (int i = 0; i < 4; ++i) {
+    a.deallocate(a.allocate(64 * MiB));
+    a.deallocate(a.allocate(1 * MiB));
+  }
+  const std::size_t maps = sim_->num_chunks_mapped();
+  for (int i = 0; i < 50; ++i) {
+    a.deallocate(a.allocate(64 * MiB));
+    a.deallocate(a.allocate(1 * MiB));
+    a.deallocate(a.allocate(100 * 1024));
+  }
+  EXPECT_EQ(sim_->num_chunks_mapped(), maps) << "the turns still map pages";
+  EXPECT_LE(peak_reserved(a), static_cast<std::int64_t>(64 * MiB + 2 * sim_->page_size()));
+  // Where the user asked for no room at all, none is kept.
+  o.release_slack = 0;
+  auto sim0 = std::make_shared<SimulatedDevice>(4 * GiB, 0, SimulatedDevice::VmmCost::parse("0.001,0.001,0.001"));
+  CachingAllocator b(sim0, o);
+  for (int i = 0; i < 10; ++i) {
+    b.deallocate(b.allocate(64 * MiB));
+    b.deallocate(b.allocate(1 * MiB));
+  }
+  EXPECT_EQ(b.stats().reserved_bytes[kStatAggregate].peak, static_cast<std::int64_t>(64 * MiB));
+  EXPECT_GE(sim0->num_chunks_mapped(), 10u);
+  EXPECT_EQ(sim0->num_misuses(), 0u);
+  a.check_invariants();
+  b.check_invariants();
+}
+
 // Thread caches are the default except over expandable segments whose
 // pages are costly to map, where a block one thread holds shifts where the
 // others' requests land (Note [Thread caches over costly mappings]); an

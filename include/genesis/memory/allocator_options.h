@@ -92,7 +92,8 @@ struct AllocatorOptions {
   /// fraction of it, reserved memory may settle in a loop that would
   /// otherwise unmap pages at its high-water mark every step and map them
   /// again the next (Note [A loop that cycles at the mark]). The room grows
-  /// only by what such releases gave back, up to this fraction. Negative
+  /// only by what such releases gave back, up to this fraction (or a page
+  /// per expandable segment, whichever is more; 0 keeps none). Negative
   /// (auto): 0.015 where mapping is expensive (CUDA), 0 where it is cheap.
   double release_slack = -1.0;
   /// Arenas (Note [Arenas]): independent pools, each with its own lock,

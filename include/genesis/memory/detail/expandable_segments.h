@@ -76,6 +76,8 @@ class ExpandableSegments {
   bool strand_auto_ = false;      // chunk_strand_pages auto where mapping is costly (Note [Stranded pages])
   // Pages a chunk may leave outside a block it is not split under.
   std::size_t strand_allowance() const noexcept;
+  // The most room a cycling loop may earn (Note [A loop that cycles at the mark]).
+  std::int64_t room_cap() const noexcept;
   std::vector<Segment*> segments_;
   struct ReleaseCandidate {
     std::uintptr_t start;  // address of page `first`: the release order's key, computed once
@@ -87,7 +89,7 @@ class ExpandableSegments {
   // Note [A loop that cycles at the mark]:
   double slack_fraction_ = 0;               // options' release_slack resolved
   std::int64_t allocated_high_ = 0;         // highest allocated bytes seen when pages were mapped
-  std::int64_t room_ = 0;  // invariant: 0 <= room_ <= slack_fraction_ * allocated_high_ (when it grew)
+  std::int64_t room_ = 0;  // invariant: 0 <= room_ <= room_cap() (when it grew)
 };
 
 // Inline: once warm most slow-path allocations on an expandable segment end
