@@ -123,19 +123,19 @@
 // release at the mark earns with what it gave back, up to release_slack of
 // the allocated peak (auto: 1.5% where mapping is expensive, none where it
 // is cheap, as on the simulated device without costs, whose replays it
-// would only make larger). Reserved memory stays within max(the strict
-// mark, the allocated peak + 1.5%); room is earned only by releases at the
-// mark, so a program that only grows keeps none. The room may always reach
-// a page per segment: below ~130 MB allocated 1.5% is less than one 2 MiB
-// page, and a loop that takes a 64 MiB block from one pool and a 1 MiB one
-// from another (two segments, whose pages are not shared) then unmapped the
-// 64 MiB chunk to map the small pool's page and mapped it again for the
-// large block, twice per iteration for ever (simulated device at CUDA's
-// costs: ~230 us per iteration); with a page of room it maps twice in all. On the same ResNet-50 job
-// with 1% room: 1,809 chunks mapped, 0.84-0.90x PyTorch's step rate, 1.010
-// reserved per requested byte (PyTorch's expandable segments: 1.017); the
-// loop settled only once threads no longer cached blocks (Note [Thread
-// caches over costly mappings]).
+// would only make larger). The room may always reach a page per segment:
+// below ~130 MB allocated 1.5% is less than one 2 MiB page, and a loop that
+// takes a 64 MiB block from one pool and a 1 MiB one from another (two
+// segments, whose pages are not shared) unmapped the 64 MiB chunk to map
+// the small pool's page and mapped it again for the large block, twice per
+// iteration for ever (~230 us per iteration at CUDA's simulated costs);
+// with a page of room it maps twice in all. Reserved memory stays within
+// max(the strict mark, the allocated peak + the room's cap); room is earned
+// only by releases at the mark, so a program that only grows keeps none.
+// On the same ResNet-50 job with 1% room: 1,809 chunks mapped, 0.84-0.90x
+// PyTorch's step rate, 1.010 reserved per requested byte (PyTorch's
+// expandable segments: 1.017); the loop settled only once threads no longer
+// cached blocks (Note [Thread caches over costly mappings]).
 // The rest of the churn is chunk splits (Note [Physical chunks]); leaving
 // chunks whole while there is room made the recorded corpus replay 40%
 // faster on the simulated device but left pages no release could reach

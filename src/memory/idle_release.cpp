@@ -16,10 +16,9 @@
 // the cache: a program that computes for longer than the period while
 // holding its blocks, then frees them and goes quiet, must lose that cache
 // one period after its last free, not keep it until its next allocation
-// (counting allocations alone did that, on a GPU: the quiet compute spent the
-// period, the release found nothing to give, and the frees after it were
-// never looked at again). Once released, nothing more happens until the next
-// allocation or free starts a new period. The hot path pays nothing. The watcher
+// (the release its quiet compute brought found nothing to give). Once
+// released, nothing more happens until the next allocation or free starts a
+// new period. The hot path pays nothing. The watcher
 // holds its lock while it releases, so an allocator's destructor
 // (unwatch_idle) waits for a release of it in progress instead of racing it;
 // the lock ranks before the allocators' (Note [Fork]). A fork()ed child has

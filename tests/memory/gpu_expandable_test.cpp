@@ -43,13 +43,23 @@ class GpuExpandableTest : public ::testing::Test {
 #if GENESIS_WITH_CUDA
 
 // Fills `bytes` at `p` with a pattern derived from `seed` and reads it back.
-void write_and_verify(void* p, std::size_t bytes, unsigned seed) {
+std::vector<std::uint32_t> pattern(std::size_t bytes, unsigned seed) {
   std::vector<std::uint32_t> host(bytes / 4);
   for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<std::uint32_t>(i * 2654435761u + seed);
-  ASSERT_EQ(cudaMemcpy(p, host.data(), host.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-  std::vector<std::uint32_t> back(host.size(), 0);
+  return host;
+}
+
+// Reads `bytes` at `p` back and compares them with pattern(bytes, seed).
+void verify(const void* p, std::size_t bytes, unsigned seed) {
+  std::vector<std::uint32_t> back(bytes / 4, 0);
   ASSERT_EQ(cudaMemcpy(back.data(), p, back.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-  ASSERT_EQ(back, host);
+  ASSERT_EQ(back, pattern(bytes, seed));
+}
+
+void write_and_verify(void* p, std::size_t bytes, unsigned seed) {
+  const std::vector<std::uint32_t> host = pattern(bytes, seed);
+  ASSERT_EQ(cudaMemcpy(p, host.data(), host.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  verify(p, bytes, seed);
 }
 
 TEST_F(GpuExpandableTest, MappedPagesHoldData) {
@@ -180,10 +190,7 @@ TEST_F(GpuExpandableTest, IdleReleaseGivesTheCacheBackToTheDriver) {
         << (expandable ? "expandable" : "classic");
     EXPECT_GE(cuda::mem_get_info(0).free_bytes, free_before + 250 * MiB) << (expandable ? "expandable" : "classic");
     EXPECT_GE(a.stats().allocated_bytes[kStatAggregate].current, static_cast<std::int64_t>(8 * MiB));
-    std::vector<std::uint32_t> back(8 * MiB / 4);
-    ASSERT_EQ(cudaMemcpy(back.data(), live, 8 * MiB, cudaMemcpyDeviceToHost), cudaSuccess);
-    for (std::size_t i = 0; i < back.size(); ++i)
-      ASSERT_EQ(back[i], static_cast<std::uint32_t>(i * 2654435761u + 31)) << i;
+    verify(live, 8 * MiB, 31);
     a.deallocate(live);
   }
 }
