@@ -38,6 +38,7 @@ py::dict stats_to_dict(const memory::MemoryStats& s) {
   d["num_upstream_frees"] = s.num_upstream_frees;
   d["num_upstream_failures"] = s.num_upstream_failures;
   d["num_cache_flushes"] = s.num_cache_flushes;
+  d["num_stream_borrows"] = s.num_stream_borrows;
   d["total_allocated"] = s.total_allocated;
   d["cache_hit_rate"] = s.cache_hit_rate();
   d["fragmentation_ratio"] = s.fragmentation_ratio();

@@ -121,16 +121,28 @@ def test_a_block_freed_while_another_stream_uses_it_is_not_handed_out_early(lib,
         free(lib, r, 4 * MiB)
 
 
-def test_a_block_is_reused_on_its_own_stream_only(lib, sim):
+def test_a_block_goes_to_another_stream_only_once_its_stream_is_idle(lib, sim):
     s1 = sim.create_stream()
-    p = malloc(lib, 2 * MiB, stream=0)
-    free(lib, p, 2 * MiB, stream=0)
-    q = malloc(lib, 2 * MiB, stream=s1)
-    assert q != p
-    r = malloc(lib, 2 * MiB, stream=0)
-    assert r == p  # same stream: at once (its work is ordered before)
-    free(lib, q, 2 * MiB, stream=s1)
-    free(lib, r, 2 * MiB, stream=0)
+    s2 = sim.create_stream()
+    n = 12 * MiB                   # a segment of its own
+    p = malloc(lib, n, stream=s1)
+    sim.submit_work(s1)            # a kernel on s1 still uses p
+    free(lib, p, n, stream=s1)
+    q = malloc(lib, n, stream=s2)
+    assert q != p, "handed to s2 while s1's work may still use it"
+    r = malloc(lib, n, stream=s1)
+    assert r == p  # its own stream: at once (its work is ordered before)
+    free(lib, r, n, stream=s1)
+    sim.complete_all()
+    # s1 is idle: before the pool grows for s2, s1's free block serves it.
+    before = sim.memory_stats()
+    t = malloc(lib, n, stream=s2)
+    assert t == p
+    after = sim.memory_stats()
+    assert after["num_stream_borrows"] == before["num_stream_borrows"] + 1
+    assert after["reserved_bytes"] == before["reserved_bytes"]
+    free(lib, t, n, stream=s2)
+    free(lib, q, n, stream=s2)
 
 
 def test_record_stream_of_a_pointer_genesis_does_not_hold_is_an_error(lib, sim):

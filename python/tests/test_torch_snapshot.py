@@ -50,9 +50,9 @@ def recorded():
     other = alloc_here(sim, 3 * MiB, stream=s1)
     with pytest.raises(genesis.OutOfMemoryError):  # (an OOM waits for pending work: before the pending block)
         sim.allocate(4 << 30)
+    sim.submit_work(s1)  # s1 busy: its free memory is not lent to stream 0
     pending = alloc_here(sim, 2 * MiB)
     sim.record_stream(pending, s1)
-    sim.submit_work(s1)
     sim.free(pending)
     sim.free(small[0])
     yield sim, {"small": small[1:], "big": big, "other": other, "pending": pending, "s1": s1}

@@ -39,6 +39,13 @@ void memset_async(void* dst, int value, std::size_t nbytes, StreamId stream) {
 
 void synchronize_stream(StreamId stream) { GENESIS_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream))); }
 
+bool stream_idle(StreamId stream) {
+  const cudaError_t err = cudaStreamQuery(as_stream(stream));
+  if (err == cudaErrorNotReady) return false;
+  GENESIS_CUDA_CHECK(err);
+  return true;
+}
+
 int stream_device(StreamId stream) {
   int device = -1;
   GENESIS_CUDA_CHECK(cudaStreamGetDevice(as_stream(stream), &device));
@@ -115,6 +122,7 @@ void memcpy_peer_async(void*, int, const void*, int, std::size_t, StreamId) {
 }
 void memset_async(void*, int, std::size_t, StreamId) { GENESIS_NO_CUDA("cuda::memset_async()"); }
 void synchronize_stream(StreamId) { GENESIS_NO_CUDA("cuda::synchronize_stream()"); }
+bool stream_idle(StreamId) { GENESIS_NO_CUDA("cuda::stream_idle()"); }
 int stream_device(StreamId) { GENESIS_NO_CUDA("cuda::stream_device()"); }
 PointerAttributes pointer_attributes(const void*) { GENESIS_NO_CUDA("cuda::pointer_attributes()"); }
 void* malloc_device(std::size_t) { GENESIS_NO_CUDA("cuda::malloc_device()"); }

@@ -214,6 +214,7 @@ ReplayResult run_once(const Trace& trace, const ReplayConfig& config, const Repl
   r.ns_per_event_runs.push_back(r.ns_per_event);
   r.upstream_allocs = st.num_upstream_allocs;
   r.upstream_frees = st.num_upstream_frees;
+  r.stream_borrows = st.num_stream_borrows;
   r.ooms = failed.size();
   r.unknown_frees = trace.counts.unknown_frees;
   r.live_at_end = trace.live_at_end_slots.size();

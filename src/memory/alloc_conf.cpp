@@ -160,6 +160,8 @@ void apply(const Item& it, AllocatorOptions& o) {
     o.thread_cache_large_park = static_cast<std::uint32_t>(it.count(0, 1u << 20));
   } else if (k == "thread_cache_flush_at_peak") {
     o.thread_cache_flush_at_peak = it.boolean();
+  } else if (k == "stream_borrow") {
+    o.stream_borrow = it.boolean();
   } else if (k == "thread_cache_near_fit") {
     o.thread_cache_near_fit = static_cast<std::uint32_t>(it.count(0, 1024));
   } else if (k == "chunk_pages") {
@@ -203,6 +205,8 @@ const std::vector<AllocConfKey>& alloc_conf_keys() {
       {"thread_cache_large_park", "0..1048576", "large blocks a thread may keep across pool searches"},
       {"thread_cache_flush_at_peak", "True|False",
        "expandable segments: thread caches go back to the pool before it maps past its peak"},
+      {"stream_borrow", "True|False",
+       "a stream may take another stream's free block (waiting for its work) instead of growing"},
       {"thread_cache_near_fit", "0..1024", "near fits: a cached block at most 1/N larger (0: off)"},
       {"chunk_pages", "0..1048576 (0: auto)", "expandable segments: most pages one physical chunk spans"},
       {"chunk_strand_pages", "auto or 0..1048576", "expandable segments: pages a chunk may strand outside a block"},
@@ -278,6 +282,7 @@ std::string format_alloc_conf(const AllocatorOptions& o) {
     add("thread_cache_large_park", std::to_string(o.thread_cache_large_park));
   if (o.thread_cache_flush_at_peak != d.thread_cache_flush_at_peak)
     add("thread_cache_flush_at_peak", flag(o.thread_cache_flush_at_peak));
+  if (o.stream_borrow != d.stream_borrow) add("stream_borrow", flag(o.stream_borrow));
   if (o.thread_cache_near_fit != d.thread_cache_near_fit)
     add("thread_cache_near_fit", std::to_string(o.thread_cache_near_fit));
   if (o.chunk_pages != d.chunk_pages) add("chunk_pages", std::to_string(o.chunk_pages));

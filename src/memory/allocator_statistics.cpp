@@ -156,6 +156,7 @@ MemoryStats AllocatorStatistics::report(const std::vector<ThreadCache*>& caches,
   s.num_upstream_frees = counters.num_upstream_frees - baseline_.num_upstream_frees;
   s.num_upstream_failures = counters.num_upstream_failures - baseline_.num_upstream_failures;
   s.num_cache_flushes = counters.num_cache_flushes - baseline_.num_cache_flushes;
+  s.num_stream_borrows = counters.num_stream_borrows - baseline_.num_stream_borrows;
   s.total_allocated = s.allocated_bytes[0].allocated;
   return s;
 }
@@ -192,6 +193,7 @@ void AllocatorStatistics::reset(const std::vector<ThreadCache*>& caches, const I
   baseline_.num_upstream_frees = counters.num_upstream_frees;
   baseline_.num_upstream_failures = counters.num_upstream_failures;
   baseline_.num_cache_flushes = counters.num_cache_flushes;
+  baseline_.num_stream_borrows = counters.num_stream_borrows;
   for (int i = 0; i < 3; ++i) {
     baseline_.total_allocated[i] = c.total_alloc_cum[i];
     baseline_.allocated_bytes[i] = c.allocated[i];
@@ -233,6 +235,7 @@ void AllocatorStatistics::add(MemoryStats& into, const MemoryStats& s) {
   into.num_upstream_frees += s.num_upstream_frees;
   into.num_upstream_failures += s.num_upstream_failures;
   into.num_cache_flushes += s.num_cache_flushes;
+  into.num_stream_borrows += s.num_stream_borrows;
   into.total_allocated += s.total_allocated;
   into.largest_free_block = std::max(into.largest_free_block, s.largest_free_block);
 }

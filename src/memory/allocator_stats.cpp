@@ -116,6 +116,9 @@ std::string CachingAllocator::memory_summary() const {
   std::snprintf(line, sizeof line, "| %-26s | %46s |\n", "Upstream allocs / frees",
                 (std::to_string(s.num_upstream_allocs) + " / " + std::to_string(s.num_upstream_frees)).c_str());
   os << line;
+  std::snprintf(line, sizeof line, "| %-26s | %46lld |\n", "Blocks lent across streams",
+                static_cast<long long>(s.num_stream_borrows));
+  os << line;
   std::snprintf(line, sizeof line, "| %-26s | %46lld |\n", "Out-of-memory errors", static_cast<long long>(s.num_ooms));
   os << line;
   std::snprintf(line, sizeof line, "| %-26s | %46s |\n", "Largest free cached block",

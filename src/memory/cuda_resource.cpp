@@ -123,6 +123,13 @@ bool CudaDeviceResource::event_done(EventId event) { return events_.query(event)
 
 void CudaDeviceResource::wait_event(EventId event) { events_.synchronize(event); }
 
+void CudaDeviceResource::stream_wait_event(StreamId stream, EventId event) { events_.wait(event, device_, stream); }
+
+bool CudaDeviceResource::stream_idle(StreamId stream) {
+  cuda::DeviceGuard guard(device_);  // stream 0 is the legacy stream of the current device
+  return cuda::stream_idle(stream);
+}
+
 void CudaDeviceResource::release_event(EventId event) noexcept { events_.release(event); }
 
 }  // namespace genesis::memory

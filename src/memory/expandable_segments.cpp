@@ -386,6 +386,27 @@ std::size_t ExpandableSegments::release_free_pages(Arena& a, std::size_t at_leas
   return released;
 }
 
+std::size_t ExpandableSegments::unmapped_under(const Block* b, std::size_t size) const noexcept {
+  const Segment* seg = b->segment;
+  const std::size_t first = page_floor(b->addr - seg->addr);
+  const std::size_t end = page_ceil(b->addr + size - seg->addr);
+  const std::size_t mapped_end = std::min(end, seg->mapped_limit);
+  std::size_t n = end - mapped_end;  // past the limit nothing is mapped
+  if (first < mapped_end && seg->holes != 0)
+    n += static_cast<std::size_t>(std::count(seg->mapped.begin() + static_cast<std::ptrdiff_t>(first),
+                                             seg->mapped.begin() + static_cast<std::ptrdiff_t>(mapped_end),
+                                             std::uint8_t{0}));
+  return n * page_size_;
+}
+
+bool ExpandableSegments::passes_mark(const Arena& a, std::size_t need, std::size_t size) const noexcept {
+  if (need == 0) return false;
+  const std::int64_t allocated =
+      a.stats_.out_total() - a.thread_cached_total_locked() + static_cast<std::int64_t>(size);
+  return a.stats_.reserved_total() + static_cast<std::int64_t>(need) >
+         std::max(high_water_, std::max(allocated_high_, allocated) + room_);
+}
+
 bool ExpandableSegments::map_block_pages(Arena& a, Block* b, std::size_t bytes) {
   Segment* seg = b->segment;
   const std::size_t first = page_floor(b->addr - seg->addr);

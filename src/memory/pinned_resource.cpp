@@ -38,6 +38,8 @@ bool PinnedHostResource::event_done(EventId event) { return events_.query(event)
 
 void PinnedHostResource::wait_event(EventId event) { events_.synchronize(event); }
 
+bool PinnedHostResource::stream_idle(StreamId stream) { return cuda::stream_idle(stream); }
+
 void PinnedHostResource::release_event(EventId event) noexcept { events_.release(event); }
 
 bool PinnedHostResource::is_pinned(const void* ptr) noexcept { return cuda::is_pinned_host(ptr); }

@@ -161,17 +161,27 @@ TEST(ReplayTest, UnknownFreesAreNoOpsAndLeftoversAreFreedAfterwards) {
   EXPECT_EQ(r.peak_live_bytes, 12000u);
 }
 
-TEST(ReplayTest, SeveralStreamsGetSeparatePools) {
+// The trace's streams are streams of the replay's device: a free block of
+// an idle stream serves another before the pool grows, and without lending
+// each stream keeps segments of its own.
+TEST(ReplayTest, SeveralStreamsShareIdleFreeBlocksOrGetSeparatePools) {
   TraceBuilder b("test");
   b.alloc(1, 100, 0);
   b.free(1, 0);
-  b.alloc(2, 100, 0xdeadbeef);  // cannot reuse stream 0's block
+  b.alloc(2, 100, 0xdeadbeef);
   b.free(2, 0xdeadbeef);
   const Trace t = b.finish();
   ASSERT_EQ(t.streams.size(), 2u);
-  const ReplayResult r = replay(t, classic());
-  EXPECT_EQ(r.upstream_allocs, 2);
-  EXPECT_EQ(r.peak_reserved_bytes, 4 * MiB);
+  const ReplayResult lent = replay(t, classic());
+  EXPECT_EQ(lent.upstream_allocs, 1);
+  EXPECT_EQ(lent.stream_borrows, 1);
+  EXPECT_EQ(lent.peak_reserved_bytes, 2 * MiB);
+  ReplayConfig own = classic();
+  own.options.stream_borrow = false;
+  const ReplayResult separate = replay(t, own);
+  EXPECT_EQ(separate.upstream_allocs, 2);
+  EXPECT_EQ(separate.stream_borrows, 0);
+  EXPECT_EQ(separate.peak_reserved_bytes, 4 * MiB);
 }
 
 TEST(ReplayTest, RepeatAndProgress) {

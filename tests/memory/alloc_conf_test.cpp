@@ -43,7 +43,7 @@ TEST(AllocConf, EveryKeySetsItsField) {
   const AllocatorOptions o = parse_alloc_conf(
       "expandable_segments:True, memory_fraction:0.5 ,cache_size:2GB,thread_cache:false,"
       "thread_cache_size:64MiB,thread_cache_small_count:7,thread_cache_large_count:3,thread_cache_large_park:0,"
-      "thread_cache_near_fit:8,thread_cache_flush_at_peak:false,chunk_pages:16,chunk_strand_pages:2,release_slack:0.02,arenas:3,idle_release:45s,record_events:1,event_capacity:1000");
+      "thread_cache_near_fit:8,thread_cache_flush_at_peak:false,stream_borrow:False,chunk_pages:16,chunk_strand_pages:2,release_slack:0.02,arenas:3,idle_release:45s,record_events:1,event_capacity:1000");
   EXPECT_EQ(o.expandable_segments, Expandable::kOn);
   EXPECT_DOUBLE_EQ(o.memory_fraction, 0.5);
   EXPECT_EQ(o.cache_size_limit, std::size_t{2000000000});
@@ -54,6 +54,7 @@ TEST(AllocConf, EveryKeySetsItsField) {
   EXPECT_EQ(o.thread_cache_large_park, 0u);
   EXPECT_EQ(o.thread_cache_near_fit, 8u);
   EXPECT_FALSE(o.thread_cache_flush_at_peak);
+  EXPECT_FALSE(o.stream_borrow);
   EXPECT_EQ(o.chunk_pages, 16u);
   EXPECT_EQ(o.chunk_strand_pages, 2u);
   EXPECT_DOUBLE_EQ(o.release_slack, 0.02);
@@ -211,6 +212,7 @@ TEST(AllocConf, FormatIsEmptyForTheDefaultsAndRoundTrips) {
     if (rng() & 1) o.thread_cache_small_count = 1 + static_cast<std::uint32_t>(rng() % 1000);
     if (rng() & 1) o.thread_cache_near_fit = static_cast<std::uint32_t>(rng() % 9);
     if (rng() & 1) o.thread_cache_flush_at_peak = (rng() & 1) != 0;
+    if (rng() & 1) o.stream_borrow = (rng() & 1) != 0;
     if (rng() & 1) o.arenas = static_cast<std::uint32_t>(rng() % 9);
     if (rng() & 1) o.idle_release_ms = static_cast<std::uint32_t>(rng() % 86'400'001);
     if (rng() & 1) o.record_events = (rng() & 1) != 0;
@@ -222,6 +224,7 @@ TEST(AllocConf, FormatIsEmptyForTheDefaultsAndRoundTrips) {
     EXPECT_EQ(back.cache_size_limit, o.cache_size_limit) << text;
     EXPECT_EQ(back.expandable_segments, o.expandable_segments) << text;
     EXPECT_EQ(back.arenas, o.arenas) << text;
+    EXPECT_EQ(back.stream_borrow, o.stream_borrow) << text;
     EXPECT_EQ(back.idle_release_ms, o.idle_release_ms) << text;
   }
 }

@@ -24,7 +24,7 @@ using namespace testing_support;  // NOLINT
 class AllocatorStreamsTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override { make(1 * GiB); }
-  void make(std::size_t capacity) {
+  void make(std::size_t capacity, bool stream_borrow = true) {
     a_.reset();
     sim_ = std::make_shared<SimulatedDevice>(capacity);
     s1_ = sim_->create_stream();
@@ -32,6 +32,7 @@ class AllocatorStreamsTest : public ::testing::TestWithParam<bool> {
     s3_ = sim_->create_stream();
     AllocatorOptions o = classic();  // segment counts and OOM sizes below assume classic segments
     o.thread_cache = GetParam();
+    o.stream_borrow = stream_borrow;
     a_ = std::make_unique<CachingAllocator>(sim_, o);
   }
   void TearDown() override {
@@ -140,7 +141,10 @@ TEST_P(AllocatorStreamsTest, OwnStreamOrIdleStreamNeedsNoWait) {
   a_->deallocate(p);
 }
 
+// Without lending across streams (allocator_borrow_test.cpp) every stream
+// keeps segments of its own.
 TEST_P(AllocatorStreamsTest, BlocksAreCachedPerStream) {
+  make(1 * GiB, /*stream_borrow=*/false);
   void* p = a_->allocate(4 * KiB, s1_);
   a_->deallocate(p);
   void* q = a_->allocate(4 * KiB, s2_);
@@ -163,8 +167,10 @@ TEST_P(AllocatorStreamsTest, BlocksAreCachedPerStream) {
 }
 
 // Random traffic over more streams than a thread cache tracks at once: an
-// address is only ever handed out on the stream of its segment.
+// address is only ever handed out on the stream of its segment (without
+// lending across streams).
 TEST_P(AllocatorStreamsTest, NoBlockCrossesStreams) {
+  make(1 * GiB, /*stream_borrow=*/false);
   std::vector<StreamId> streams{0, s1_, s2_, s3_};
   for (int i = 0; i < 4; ++i) streams.push_back(sim_->create_stream());
   std::mt19937 rng(7);

@@ -198,6 +198,8 @@ struct Stream {
 
 template <typename Resource>
 void recorded_block_waits_for_stream(std::shared_ptr<Resource> res) {
+  // Streams outlive the allocator: a segment keeps its stream's handle.
+  Stream other, third;
   CachingAllocator a(res);
   Stream home;
   void* p = a.allocate(1 * MiB, home.id());
@@ -220,13 +222,27 @@ void recorded_block_waits_for_stream(std::shared_ptr<Resource> res) {
     others.push_back(again);
     for (void* q : others) a.deallocate(q);
   }
-  // Per-stream caching with real streams.
-  Stream other;
-  void* x = a.allocate(64 * KiB, home.id());
-  a.deallocate(x);
-  void* y = a.allocate(64 * KiB, other.id());
-  EXPECT_NE(y, x);
-  a.deallocate(y);
+  // Another stream: a free block whose stream may still be using it is not
+  // lent to it; once that stream is idle, one may be.
+  {
+    // Gates only while in use: CUDA runs host functions one at a time, so a
+    // closed gate would hold every other gated stream's too.
+    GatedStream owner;
+    void* x = a.allocate(12 * MiB, owner.id());
+    a.deallocate(x);
+    const std::int64_t borrows = a.stats().num_stream_borrows;
+    void* y = a.allocate(12 * MiB, other.id());
+    EXPECT_NE(y, x) << "lent while its stream's work may still use it";
+    EXPECT_EQ(a.stats().num_stream_borrows, borrows);
+    a.deallocate(y);
+    owner.open();
+    owner.sync();
+    void* z = a.allocate(12 * MiB, third.id());
+    EXPECT_TRUE(z == x || z == y) << "an idle stream's free block did not serve";
+    EXPECT_EQ(a.stats().num_stream_borrows, borrows + 1);
+    a.deallocate(z);
+    a.empty_cache();  // no segment may outlive its stream
+  }
   // empty_cache waits for pending work.
   {
     GatedStream busy;
@@ -250,6 +266,44 @@ TEST_F(GpuAllocatorTest, RecordStreamOnDeviceMemory) {
 
 TEST_F(GpuAllocatorTest, RecordStreamOnPinnedMemory) {
   recorded_block_waits_for_stream(std::make_shared<PinnedHostResource>());
+}
+
+// Expandable segments at the mark lend another stream's free pages: the
+// borrowing stream's work must wait, on the device, for the work the owner
+// queued before the free. Here the owner's memset waits behind a gate; if
+// the borrower did not wait, its memset would run first and the owner's
+// would overwrite it.
+TEST_F(GpuAllocatorTest, ALentBlocksNewStreamWaitsForItsOwnersWork) {
+  auto res = std::make_shared<CudaDeviceResource>(0);
+  if (!res->supports_virtual_memory()) GTEST_SKIP() << "device 0 has no VMM support";
+  AllocatorOptions o;
+  o.expandable_segments = AllocatorOptions::Expandable::kOn;
+  o.thread_cache = false;
+  // Streams outlive the allocator: a segment keeps its stream's handle.
+  Stream borrower;
+  GatedStream owner;
+  CachingAllocator a(res, o);
+  constexpr std::size_t n = 8 * MiB;
+  {
+    void* p = a.allocate(n, owner.id());
+    GENESIS_CUDA_CHECK(cudaMemsetAsync(p, 0x11, n, reinterpret_cast<cudaStream_t>(owner.id())));
+    a.deallocate(p);
+    void* q = a.allocate(n, borrower.id());  // mapping more would pass the mark: p's pages are lent
+    EXPECT_EQ(q, p);
+    EXPECT_EQ(a.stats().num_stream_borrows, 1);
+    EXPECT_EQ(a.stats().num_upstream_frees, 0) << "pages were unmapped instead";
+    GENESIS_CUDA_CHECK(cudaMemsetAsync(q, 0x22, n, borrower.stream));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(cudaStreamQuery(borrower.stream), cudaErrorNotReady) << "the borrower did not wait for the owner";
+    owner.open();
+    GENESIS_CUDA_CHECK(cudaStreamSynchronize(borrower.stream));
+    EXPECT_TRUE(device_check(q, n, 0x22)) << "the owner's earlier work overwrote the borrower's";
+    a.deallocate(q);
+  }
+  GENESIS_CUDA_CHECK(cudaDeviceSynchronize());
+  a.empty_cache();
+  EXPECT_EQ(a.stats().reserved_bytes[kStatAggregate].current, 0);
+  EXPECT_EQ(res->outstanding_events(), 0u);
 }
 
 // Several threads, several streams, real cudaMemsetAsync on every block.

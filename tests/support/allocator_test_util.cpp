@@ -67,6 +67,7 @@ namespace genesis::memory::testing_support {
   scalar("num_upstream_frees", a.num_upstream_frees, b.num_upstream_frees);
   scalar("num_upstream_failures", a.num_upstream_failures, b.num_upstream_failures);
   scalar("num_cache_flushes", a.num_cache_flushes, b.num_cache_flushes);
+  scalar("num_stream_borrows", a.num_stream_borrows, b.num_stream_borrows);
   scalar("total_allocated", a.total_allocated, b.total_allocated);
   scalar("largest_free_block", a.largest_free_block, b.largest_free_block);
   scalar("memory_limit", a.memory_limit, b.memory_limit);

@@ -72,6 +72,7 @@ json result_json(const debug::ReplayResult& r) {
               {"ns_per_event", r.ns_per_event},
               {"ns_per_event_runs", r.ns_per_event_runs},
               {"upstream_allocs", r.upstream_allocs},
+              {"stream_borrows", r.stream_borrows},
               {"upstream_frees", r.upstream_frees},
               {"ooms", r.ooms},
               {"unknown_frees", r.unknown_frees},
@@ -87,7 +88,8 @@ json result_json(const debug::ReplayResult& r) {
                 {"num_cache_misses", s.num_cache_misses},
                 {"num_thread_cache_hits", s.num_thread_cache_hits},
                 {"num_ooms", s.num_ooms},
-                {"num_cache_flushes", s.num_cache_flushes}}}};
+                {"num_cache_flushes", s.num_cache_flushes},
+                {"num_stream_borrows", s.num_stream_borrows}}}};
 }
 
 int run_replay(const ReplayArgs& args) {

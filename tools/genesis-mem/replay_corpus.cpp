@@ -52,6 +52,7 @@ json report_json(const CorpusRunArgs& args, const std::vector<std::string>& name
                               {"ns_per_event", r.ns_per_event},
                               {"upstream_allocs", r.upstream_allocs},
                               {"upstream_frees", r.upstream_frees},
+                              {"stream_borrows", r.stream_borrows},
                               {"ooms", r.ooms}});
     }
     json pt = json::object();

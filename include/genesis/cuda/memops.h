@@ -40,6 +40,10 @@ void memset_async(void* dst, int value, std::size_t nbytes, StreamId stream);
 /// (cudaStreamSynchronize). Throws CudaError if that work failed.
 void synchronize_stream(StreamId stream);
 
+/// True if the work queued on `stream` so far has finished; never blocks
+/// (cudaStreamQuery). Throws CudaError if that work failed.
+bool stream_idle(StreamId stream);
+
 /// The device a stream belongs to (cudaStreamGetDevice). Throws CudaError for
 /// a handle that is not a stream.
 int stream_device(StreamId stream);

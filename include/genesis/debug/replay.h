@@ -128,6 +128,7 @@ struct ReplayResult {
   std::vector<double> ns_per_event_runs;
   std::int64_t upstream_allocs = 0;  ///< segments taken from the upstream
   std::int64_t upstream_frees = 0;   ///< segments given back
+  std::int64_t stream_borrows = 0;   ///< free blocks lent from one stream to another
   std::uint64_t ooms = 0;            ///< allocations that failed (skipped)
   std::uint64_t unknown_frees = 0;   ///< frees of addresses the trace never allocated
   std::uint64_t live_at_end = 0;     ///< allocations never freed by the trace

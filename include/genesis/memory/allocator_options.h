@@ -56,6 +56,13 @@ struct AllocatorOptions {
   /// the recorded corpus) and the peak may include what they hold (up to
   /// 1.14x the live bytes there instead of 1.02x).
   bool thread_cache_flush_at_peak = true;
+  /// Before a pool grows, or maps pages past its mark, a free block of
+  /// another stream may be lent to the stream that asks; that stream then
+  /// waits, on the device, for the work queued so far on the block's own
+  /// stream (Note [Borrowing across streams]). Off: each stream keeps its
+  /// own peak (a program whose streams peak at different moments reserves
+  /// more) but no stream ever waits for another's work.
+  bool stream_borrow = true;
   /// Near fits (Note [Near fits]): when a thread cache has no block of the
   /// requested small size, it hands out its smallest block that is at most
   /// 1/N larger (N = this value; 0: exact sizes only). Classic segments

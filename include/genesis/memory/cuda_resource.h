@@ -45,6 +45,8 @@ class CudaDeviceResource final : public UpstreamResource {
   bool event_done(EventId event) override;
   /// cudaEventSynchronize; throws CudaError if the recorded work failed.
   void wait_event(EventId event) override;
+  void stream_wait_event(StreamId stream, EventId event) override;
+  bool stream_idle(StreamId stream) override;
   /// Returns the event to the pool. Never throws.
   void release_event(EventId event) noexcept override;
   /// Events recorded and not yet released (for leak checks).

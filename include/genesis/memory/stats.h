@@ -59,6 +59,7 @@ struct MemoryStats {
   std::int64_t num_upstream_frees = 0;
   std::int64_t num_upstream_failures = 0;  // upstream said no (then retried / OOM)
   std::int64_t num_cache_flushes = 0;      // releases of cached memory (empty_cache, OOM retry, gc)
+  std::int64_t num_stream_borrows = 0;     // free blocks of one stream lent to another instead of growing
   std::int64_t total_allocated = 0;        // bytes handed out over the lifetime (since reset)
 
   std::size_t largest_free_block = 0;

@@ -83,11 +83,32 @@ class UpstreamResource {
   virtual bool event_done(EventId event) { (void)event; return true; }
   /// Blocks until the event has completed.
   virtual void wait_event(EventId event) { (void)event; }
+  /// Makes work queued on `stream` from now on wait until the event's work
+  /// has completed. Upstreams whose streams can wait on the device override
+  /// it; waiting on the host first is always correct, and is the default.
+  virtual void stream_wait_event(StreamId stream, EventId event) { (void)stream; wait_event(event); }
   /// Gives an event back (after it completed or when the allocator shuts down).
   virtual void release_event(EventId event) noexcept { (void)event; }
   /// Blocks until the work queued on `stream` so far has completed (used
   /// before unmapping pages, which is not stream-ordered).
   virtual void synchronize_stream(StreamId stream) { (void)stream; }
+  /// True if the work queued on `stream` so far has completed. Must not
+  /// block. The default asks an event recorded now, which is exact where
+  /// events complete as soon as the work before them has (the simulated
+  /// device); a CUDA event needs the device to reach it, so CUDA upstreams
+  /// ask the stream.
+  virtual bool stream_idle(StreamId stream) {
+    const EventId e = record_event(stream);
+    bool done = false;
+    try {
+      done = event_done(e);
+    } catch (...) {
+      release_event(e);
+      throw;
+    }
+    release_event(e);
+    return done;
+  }
 
   // --- virtual memory (Note [Expandable segments]) --------------------------
   // An upstream that supports it lets the allocator reserve address ranges

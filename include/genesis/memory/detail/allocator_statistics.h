@@ -90,6 +90,7 @@ class alignas(64) AllocatorStatistics {
     std::int64_t num_hits = 0, num_misses = 0, num_ooms = 0;
     std::int64_t num_upstream_allocs = 0, num_upstream_frees = 0, num_upstream_failures = 0;
     std::int64_t num_cache_flushes = 0;
+    std::int64_t num_stream_borrows = 0;  // Note [Borrowing across streams]
     std::int64_t reserved_allocated[kNumPools] = {}, reserved_freed[kNumPools] = {};
   };
 
@@ -216,7 +217,7 @@ class alignas(64) AllocatorStatistics {
   struct Baseline {
     std::int64_t num_allocs = 0, num_frees = 0, num_hits = 0, num_misses = 0, num_ooms = 0;
     std::int64_t num_thread_hits = 0, num_upstream_allocs = 0, num_upstream_frees = 0;
-    std::int64_t num_upstream_failures = 0, num_cache_flushes = 0;
+    std::int64_t num_upstream_failures = 0, num_cache_flushes = 0, num_stream_borrows = 0;
     std::int64_t total_allocated[3] = {}, allocated_bytes[3] = {}, reserved_allocated[3] = {};
     std::int64_t reserved_freed[3] = {}, allocs[3] = {}, frees[3] = {}, requested_current[3] = {};
     std::int64_t segments_allocated[3] = {};

@@ -139,6 +139,11 @@ class Arena {
   // A new classic segment for `rounded` bytes (upstream, caps, out-of-memory
   // recovery), and the block taken from it.
   Block* grow(PoolId pool, std::size_t rounded, StreamId stream, std::size_t bytes);
+  // Note [Borrowing across streams]: a free block of another stream taken
+  // for `stream` instead of growing or mapping, or null. may_wait: `stream`
+  // may wait on the device for the owner's queued work; else only an idle
+  // owner's block is lent.
+  Block* borrow(PoolId pool, std::size_t rounded, StreamId stream, bool may_wait);
   void process_events();
   void wait_all_pending();
   void release_free_segments(std::uint64_t idle_before_ns, std::size_t* released, bool keep_expandable = false);

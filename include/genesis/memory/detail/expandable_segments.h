@@ -45,6 +45,13 @@ class ExpandableSegments {
   /// OutOfMemoryError is thrown. Inline: once warm most slow-path
   /// allocations on an expandable segment end at its first check.
   bool ensure_mapped(Arena& a, Block* b, std::size_t bytes);
+  /// The bytes of the pages under the first `size` bytes of free block b
+  /// (of an expandable segment) that are not mapped.
+  std::size_t unmapped_under(const Block* b, std::size_t size) const noexcept;
+  /// True if mapping `need` more bytes for a block of `size` would take
+  /// reserved memory past the mark, so that free pages would be unmapped
+  /// first (Note [Expandable segments]).
+  bool passes_mark(const Arena& a, std::size_t need, std::size_t size) const noexcept;
   /// Unmaps pages wholly inside free blocks, highest first, until at least
   /// `at_least` bytes (SIZE_MAX: every such page). Returns the bytes.
   std::size_t release_free_pages(Arena& a, std::size_t at_least = SIZE_MAX);

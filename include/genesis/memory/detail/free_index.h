@@ -78,6 +78,11 @@ class FreeIndex {
   /// Largest free block (any stream), for reports. O(streams * classes).
   std::size_t largest() const noexcept;
   std::size_t count() const noexcept { return count_; }
+  /// True if a stream other than `stream` has had free blocks here (a
+  /// stream's table stays once made, empty or not).
+  bool has_other_stream(StreamId stream) const noexcept {
+    return streams_.size() > 1 || (streams_.size() == 1 && streams_[0]->stream != stream);
+  }
   /// Debug check (CachingAllocator::check_invariants): both bitmap levels
   /// exact (a class bit set exactly when its list holds blocks, a word bit
   /// exactly when its word is not zero), every listed block filed under its
