@@ -39,6 +39,24 @@ def test_text_and_keywords_give_the_same_options():
     assert _alloc_conf.parse("")["chunk_strand_pages"] == "auto"
     assert _alloc_conf.parse("chunk_strand_pages:4")["chunk_strand_pages"] == 4
     assert _alloc_conf.parse(_alloc_conf.conf_text(chunk_strand_pages="auto"))["chunk_strand_pages"] == "auto"
+    # Lending free blocks across streams: on unless turned off.
+    assert _alloc_conf.parse("")["stream_borrow"] is True
+    assert _alloc_conf.parse(_alloc_conf.conf_text(stream_borrow=False))["stream_borrow"] is False
+
+
+def test_stream_borrow_off_keeps_each_streams_segments():
+    def run_streams(**options):
+        sim = SimulatedAllocator(256 * MiB, expandable=False, **options)
+        s1, s2 = sim.create_stream(), sim.create_stream()
+        p = sim.allocate(12 * MiB, stream=s1)
+        sim.free(p)
+        q = sim.allocate(12 * MiB, stream=s2)
+        stats = sim.memory_stats()
+        sim.free(q)
+        return p == q, stats["num_stream_borrows"], stats["reserved_bytes"]
+
+    assert run_streams() == (True, 1, 12 * MiB)
+    assert run_streams(conf="stream_borrow:False") == (False, 0, 24 * MiB)
 
 
 @pytest.mark.parametrize("kwargs, says", [
