@@ -495,8 +495,8 @@ Block* detail::Arena::allocate_miss(ThreadCache* tc, std::size_t bytes, std::siz
 //   - with expandable segments the requesting stream waits for it on the
 //     device: the alternative, unmapping pages, waits for a stream on the
 //     host;
-//   - with classic segments the block is lent only if that event has
-//     completed already (the owner's stream is idle): growing costs no
+//   - with classic segments the block is lent only if the owner's stream
+//     is idle (nothing queued there is still running): growing costs no
 //     wait, and lending must not make one stream's work wait for
 //     another's (a compute stream for a collective on a communication
 //     stream would lose the overlap they were split for);

@@ -186,6 +186,15 @@ std::size_t next_page_flagged(const std::uint8_t* mapped, std::size_t i, std::si
   return p != nullptr ? static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - mapped) : end;
 }
 
+// How far reserved memory would pass the mark if `need` more bytes were
+// mapped while `allocated` bytes are out (Note [Expandable segments]; the
+// mark may stand above the allocated peak by the room, Note [A loop that
+// cycles at the mark]). Positive: free pages must be unmapped first.
+std::int64_t past_mark(std::int64_t reserved, std::size_t need, std::int64_t allocated, std::int64_t high_water,
+                       std::int64_t allocated_high, std::int64_t room) noexcept {
+  return reserved + static_cast<std::int64_t>(need) - std::max(high_water, std::max(allocated_high, allocated) + room);
+}
+
 }  // namespace
 
 void ExpandableSegments::configure(const UpstreamResource& upstream, const AllocatorOptions& options) {
@@ -403,8 +412,7 @@ bool ExpandableSegments::passes_mark(const Arena& a, std::size_t need, std::size
   if (need == 0) return false;
   const std::int64_t allocated =
       a.stats_.out_total() - a.thread_cached_total_locked() + static_cast<std::int64_t>(size);
-  return a.stats_.reserved_total() + static_cast<std::int64_t>(need) >
-         std::max(high_water_, std::max(allocated_high_, allocated) + room_);
+  return past_mark(a.stats_.reserved_total(), need, allocated, high_water_, allocated_high_, room_) > 0;
 }
 
 bool ExpandableSegments::map_block_pages(Arena& a, Block* b, std::size_t bytes) {
@@ -422,9 +430,7 @@ bool ExpandableSegments::map_block_pages(Arena& a, Block* b, std::size_t bytes) 
     seg->mapped.resize(n, 0);
     seg->head.resize(n, 0);
   }
-  const auto unmapped = std::count(seg->mapped.begin() + static_cast<std::ptrdiff_t>(first),
-                                   seg->mapped.begin() + static_cast<std::ptrdiff_t>(end), std::uint8_t{0});
-  const std::size_t need = static_cast<std::size_t>(unmapped) * page_size_;
+  const std::size_t need = unmapped_under(b, b->size);
   if (need == 0) return false;
 
   auto reserved_total = [&]() { return a.stats_.reserved_total(); };
@@ -433,7 +439,7 @@ bool ExpandableSegments::map_block_pages(Arena& a, Block* b, std::size_t bytes) 
   const std::int64_t thread_cached = a.thread_cached_total_locked();
   const std::int64_t allocated = a.stats_.out_total() - thread_cached + static_cast<std::int64_t>(b->size);
   allocated_high_ = std::max(allocated_high_, allocated);
-  const std::int64_t over = reserved_total() + static_cast<std::int64_t>(need) - std::max(high_water_, allocated_high_ + room_);
+  const std::int64_t over = past_mark(reserved_total(), need, allocated, high_water_, allocated_high_, room_);
   if (over > 0) {
     // A new peak: first give back just as many pages that back nothing (b is
     // out of the free index, so its own pages are safe). Only as many: the

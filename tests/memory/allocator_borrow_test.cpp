@@ -1,7 +1,7 @@
-// Free blocks lent from one stream to another on the simulated device: before
-// a pool grows (classic segments) or maps pages past its mark (expandable
-// segments), a free block of another stream serves, and never before the work
-// queued on that stream can no longer touch it.
+// Free blocks lent from one stream to another on the simulated device, with
+// expandable segments (classic segments: allocator_streams_test.cpp): before
+// a pool maps pages past its mark, a free block of another stream serves,
+// and never before the work queued on that stream can no longer touch it.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -20,95 +20,6 @@ namespace genesis::memory {
 namespace {
 
 using namespace testing_support;  // NOLINT
-
-constexpr std::size_t kBig = 12 * MiB;  // a large-pool request with a segment of its own (classic)
-
-std::string state_of(const CachingAllocator& a, void* p) {
-  for (const SegmentInfo& seg : a.snapshot())
-    for (const BlockInfo& b : seg.blocks)
-      if (b.address == addr_of(p)) return b.state;
-  return "(none)";
-}
-
-// Parameter: thread cache on / off.
-class ClassicBorrowTest : public ::testing::TestWithParam<bool> {
- protected:
-  void SetUp() override {
-    sim_ = std::make_shared<SimulatedDevice>(1 * GiB);
-    s1_ = sim_->create_stream();
-    s2_ = sim_->create_stream();
-    AllocatorOptions o = classic();
-    o.thread_cache = GetParam();
-    a_ = std::make_unique<CachingAllocator>(sim_, o);
-  }
-  void TearDown() override {
-    a_.reset();
-    EXPECT_EQ(sim_->outstanding_events(), 0u) << "events leaked";
-    EXPECT_EQ(sim_->bytes_in_use(), 0u);
-    EXPECT_EQ(sim_->num_misuses(), 0u);
-  }
-  std::shared_ptr<SimulatedDevice> sim_;
-  std::unique_ptr<CachingAllocator> a_;
-  StreamId s1_ = 0, s2_ = 0;
-};
-
-TEST_P(ClassicBorrowTest, AnIdleStreamsFreeBlockServesInsteadOfANewSegment) {
-  void* p = a_->allocate(kBig, s1_);
-  a_->deallocate(p);
-  const MemoryStats before = a_->stats();
-  void* q = a_->allocate(kBig, s2_);
-  EXPECT_EQ(q, p) << "s1 is idle: its free block serves s2";
-  MemoryStats s = a_->stats();
-  EXPECT_EQ(s.num_upstream_allocs, before.num_upstream_allocs) << "the pool grew";
-  EXPECT_EQ(s.reserved_bytes[kStatAggregate].current, before.reserved_bytes[kStatAggregate].current);
-  EXPECT_EQ(s.num_stream_borrows, 1);
-  EXPECT_EQ(s.allocated_bytes[kStatAggregate].current, static_cast<std::int64_t>(kBig));
-
-  // s2 uses the block, then frees it: it goes back to s1's free blocks only
-  // once s2's work is done, as a block used on another stream does.
-  sim_->submit_work(s2_);
-  a_->deallocate(q);
-  EXPECT_EQ(state_of(*a_, q), "pending");
-  void* r = a_->allocate(kBig, s1_);
-  EXPECT_NE(r, p) << "handed out on s1 while s2's work may still use it";
-  sim_->complete_work(s2_);
-  void* again = a_->allocate(kBig, s1_);
-  EXPECT_EQ(again, p) << "back among s1's free blocks once s2's work completed";
-  EXPECT_TRUE(SnapshotConsistent(a_->snapshot()));
-  a_->deallocate(r);
-  a_->deallocate(again);
-}
-
-TEST_P(ClassicBorrowTest, ABusyStreamsBlockIsNotLentAndNothingWaits) {
-  void* p = a_->allocate(kBig, s1_);
-  sim_->submit_work(s1_);  // a kernel on s1 still uses p
-  a_->deallocate(p);
-  const MemoryStats before = a_->stats();
-  void* q = a_->allocate(kBig, s2_);
-  EXPECT_NE(q, p);
-  EXPECT_EQ(a_->stats().num_upstream_allocs, before.num_upstream_allocs + 1) << "classic segments grow instead";
-  EXPECT_EQ(a_->stats().num_stream_borrows, 0);
-  EXPECT_EQ(sim_->completed_work(s1_), 0u) << "s1's work was waited for";
-  sim_->complete_work(s1_);
-  a_->deallocate(q);
-}
-
-TEST_P(ClassicBorrowTest, TurnedOffEachStreamKeepsItsOwnSegments) {
-  AllocatorOptions o = classic();
-  o.thread_cache = GetParam();
-  o.stream_borrow = false;
-  a_ = std::make_unique<CachingAllocator>(sim_, o);
-  void* p = a_->allocate(kBig, s1_);
-  a_->deallocate(p);
-  void* q = a_->allocate(kBig, s2_);
-  EXPECT_NE(q, p);
-  EXPECT_EQ(a_->stats().num_upstream_allocs, 2);
-  EXPECT_EQ(a_->stats().num_stream_borrows, 0);
-  a_->deallocate(q);
-}
-
-INSTANTIATE_TEST_SUITE_P(ThreadCache, ClassicBorrowTest, ::testing::Values(true, false),
-                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "On" : "Off"; });
 
 AllocatorOptions expandable(bool borrow) {
   AllocatorOptions o;

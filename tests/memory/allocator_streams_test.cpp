@@ -1,6 +1,7 @@
 // Stream-ordered reuse (record_stream semantics) on the simulated device:
-// blocks are cached per stream, and a block used on other streams comes back
-// only once the work queued there has completed.
+// blocks are cached per stream, a block used on other streams comes back
+// only once the work queued there has completed, and a free block of an idle
+// stream may serve another stream before the pool grows.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -265,6 +266,63 @@ TEST_P(AllocatorStreamsTest, RecordStreamRejectsUnknownStream) {
   sim_->complete_work(s2_);
   void* q = a_->allocate(1000, s1_);
   EXPECT_EQ(q, p) << "the block returns to the pool once the other stream's work completed";
+  a_->deallocate(q);
+}
+
+// Lending across streams (Note [Borrowing across streams]) with classic
+// segments: an idle stream's free block serves another stream before the
+// pool grows; a busy stream's does not, and nothing waits.
+constexpr std::size_t kBig = 12 * MiB;  // a large-pool request with a segment of its own
+
+TEST_P(AllocatorStreamsTest, AnIdleStreamsFreeBlockServesInsteadOfANewSegment) {
+  void* p = a_->allocate(kBig, s1_);
+  a_->deallocate(p);
+  const MemoryStats before = a_->stats();
+  void* q = a_->allocate(kBig, s2_);
+  EXPECT_EQ(q, p) << "s1 is idle: its free block serves s2";
+  MemoryStats s = a_->stats();
+  EXPECT_EQ(s.num_upstream_allocs, before.num_upstream_allocs) << "the pool grew";
+  EXPECT_EQ(s.reserved_bytes[kStatAggregate].current, before.reserved_bytes[kStatAggregate].current);
+  EXPECT_EQ(s.num_stream_borrows, 1);
+  EXPECT_EQ(s.allocated_bytes[kStatAggregate].current, static_cast<std::int64_t>(kBig));
+
+  // s2 uses the block, then frees it: it goes back to s1's free blocks only
+  // once s2's work is done, as a block used on another stream does.
+  sim_->submit_work(s2_);
+  a_->deallocate(q);
+  EXPECT_EQ(state_of(q), "pending");
+  void* r = a_->allocate(kBig, s1_);
+  EXPECT_NE(r, p) << "handed out on s1 while s2's work may still use it";
+  sim_->complete_work(s2_);
+  void* again = a_->allocate(kBig, s1_);
+  EXPECT_EQ(again, p) << "back among s1's free blocks once s2's work completed";
+  EXPECT_TRUE(SnapshotConsistent(a_->snapshot()));
+  a_->deallocate(r);
+  a_->deallocate(again);
+}
+
+TEST_P(AllocatorStreamsTest, ABusyStreamsBlockIsNotLentAndNothingWaits) {
+  void* p = a_->allocate(kBig, s1_);
+  sim_->submit_work(s1_);  // a kernel on s1 still uses p
+  a_->deallocate(p);
+  const MemoryStats before = a_->stats();
+  void* q = a_->allocate(kBig, s2_);
+  EXPECT_NE(q, p);
+  EXPECT_EQ(a_->stats().num_upstream_allocs, before.num_upstream_allocs + 1) << "classic segments grow instead";
+  EXPECT_EQ(a_->stats().num_stream_borrows, 0);
+  EXPECT_EQ(sim_->completed_work(s1_), 0u) << "s1's work was waited for";
+  sim_->complete_work(s1_);
+  a_->deallocate(q);
+}
+
+TEST_P(AllocatorStreamsTest, TurnedOffEachStreamKeepsItsOwnSegments) {
+  make(1 * GiB, /*stream_borrow=*/false);
+  void* p = a_->allocate(kBig, s1_);
+  a_->deallocate(p);
+  void* q = a_->allocate(kBig, s2_);
+  EXPECT_NE(q, p);
+  EXPECT_EQ(a_->stats().num_upstream_allocs, 2);
+  EXPECT_EQ(a_->stats().num_stream_borrows, 0);
   a_->deallocate(q);
 }
 
