@@ -117,10 +117,27 @@ def test_watched_command_success_is_status_0(tmp_path):
     assert json.loads(p.stdout)["devices"]
 
 
+def catches_sigint(pid):
+    """Whether process `pid` has installed a SIGINT handler (its SigCgt mask in /proc)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+    except OSError:
+        pass
+    return False
+
+
 def start_watching(trace, out):
     proc = subprocess.Popen([str(memtrace.genesis_mem_path()), "profile", "--trace", trace.path, "--speed", "1",
                              "--duration", "0", "--interval", "0.05", "-q", "-o", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A loaded machine may take a while to start it: Ctrl-C before its handler
+    # is in place would test the default action, not genesis-mem.
+    deadline = time.monotonic() + 30
+    while not catches_sigint(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
     time.sleep(1.0)
     assert proc.poll() is None, proc.communicate()
     return proc
@@ -133,8 +150,9 @@ def test_ctrl_c_stops_and_writes_the_report(trace, tmp_path):
     stdout, stderr = proc.communicate(timeout=20)
     assert proc.returncode == 0, stderr
     stats = json.loads(out.read_text())["devices"]["0"]["statistics"]
-    # About one second of the ten-minute trace was watched.
-    assert stats["num_snapshots"] >= 10
+    # About one second of the ten-minute trace was watched (20 snapshots on
+    # an idle machine; fewer when the machine is loaded).
+    assert stats["num_snapshots"] >= 5
     assert 0.5 < stats["duration_seconds"] < 10
     assert "observed" in stdout
 
