@@ -76,14 +76,16 @@ log "release: build/ (Release, CUDA auto)"
 # SASS (CMAKE_CUDA_ARCHITECTURES=90-virtual: ptxas was 55% of a kernel
 # file's time), with cicc at -O1 (about half its -O3 time). Every kernel
 # still goes through nvcc's front end and cicc, where a source error shows.
-# A fresh build/ also compiles the test binaries as unity builds (eight test
-# files per compiler run share the parse of GoogleTest and Genesis's headers).
+# A fresh build/ also compiles as unity builds (eight files per compiler run
+# share the parse of GoogleTest, pybind11 and Genesis's headers: the test
+# binaries, the library, the Python bindings and genesis-mem; Note [Unity
+# builds] in CMakeLists.txt).
 # A build/ that exists keeps the settings it has (an edit of one test then
 # recompiles one file).
 release_args=(-DCMAKE_BUILD_TYPE=Release)
 release_note=""
 if [[ ! -f build/CMakeCache.txt ]]; then
-  release_args+=(-DGENESIS_TEST_UNITY=ON)
+  release_args+=(-DGENESIS_TEST_UNITY=ON -DGENESIS_UNITY_BUILD=ON)
   if ! nvidia-smi -L 2>/dev/null | grep -q "^GPU"; then
     release_args+=(-DCMAKE_CUDA_ARCHITECTURES=90-virtual "-DCMAKE_CUDA_FLAGS=-Xcicc -O1")
     release_note="no GPU: device code compiled as a check (PTX only, cicc -O1)"
@@ -106,12 +108,12 @@ fi
 # level ASan's authors recommend. The test binaries and the Python bindings
 # go further, to -O0 (Note [Test code optimisation] in
 # cmake/GenesisCompilerOptions.cmake), and genesis_gpu_tests is not built:
-# these builds have no CUDA, so every GPU test would skip. Their test
-# binaries are unity builds, as a fresh build/'s are.
+# these builds have no CUDA, so every GPU test would skip. They are unity
+# builds, as a fresh build/ is.
 SAN_FLAGS="-O1 -g1 -DNDEBUG"
 SAN_ARGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$SAN_FLAGS"
           "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$SAN_FLAGS" -DGENESIS_ENABLE_CUDA=OFF
-          -DGENESIS_BUILD_TESTS=ON -DGENESIS_BUILD_GPU_TESTS=OFF -DGENESIS_TEST_UNITY=ON -DGENESIS_BUILD_BENCH=OFF
+          -DGENESIS_BUILD_TESTS=ON -DGENESIS_BUILD_GPU_TESTS=OFF -DGENESIS_TEST_UNITY=ON -DGENESIS_UNITY_BUILD=ON -DGENESIS_BUILD_BENCH=OFF
           -DGENESIS_BUILD_TOOLS=OFF -DGENESIS_BUILD_PYTHON=OFF)
 
 # ------------------------------------------------------------------ asan ---

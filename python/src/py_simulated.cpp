@@ -24,8 +24,8 @@ struct SimulatedAllocator {
 // expandable: None (the allocator's default for the simulated device: on),
 // True or False. conf: configuration text (genesis/memory/alloc_conf.h)
 // applied first; the two arguments after it.
-std::unique_ptr<SimulatedAllocator> make(std::size_t capacity, int index, py::object expandable, bool thread_cache,
-                                         const std::string& conf) {
+std::unique_ptr<SimulatedAllocator> make_simulated_allocator(std::size_t capacity, int index, py::object expandable,
+                                                             bool thread_cache, const std::string& conf) {
   auto s = std::make_unique<SimulatedAllocator>();
   s->device = std::make_shared<memory::SimulatedDevice>(capacity, index);
   memory::AllocatorOptions opts = memory::parse_alloc_conf(conf, {}, "SimulatedAllocator(conf=...)");
@@ -41,8 +41,8 @@ std::unique_ptr<SimulatedAllocator> make(std::size_t capacity, int index, py::ob
 
 void bind_simulated(py::module_& m) {
   py::class_<SimulatedAllocator>(m, "SimulatedAllocator")
-      .def(py::init(&make), py::arg("capacity"), py::arg("index") = 0, py::arg("expandable") = py::none(),
-           py::arg("thread_cache") = true, py::arg("conf") = "")
+      .def(py::init(&make_simulated_allocator), py::arg("capacity"), py::arg("index") = 0,
+           py::arg("expandable") = py::none(), py::arg("thread_cache") = true, py::arg("conf") = "")
       .def_property_readonly(
           "allocator", [](SimulatedAllocator& s) -> memory::CachingAllocator& { return *s.allocator; },
           py::return_value_policy::reference_internal)

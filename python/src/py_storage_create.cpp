@@ -15,8 +15,6 @@ namespace genesis::python {
 
 namespace {
 
-std::string type_name(py::handle obj) { return py::str(py::type::of(obj).attr("__name__")); }
-
 // Copies `host` (contiguous, `src_dtype`, shape `shape`) into a new storage.
 Storage from_host(const void* host, std::vector<std::int64_t> shape, DType src_dtype, Device device,
                   std::optional<DType> dtype) {
@@ -245,7 +243,7 @@ Value leaf_value(py::handle obj, const std::vector<std::int64_t>& where) {
     return v;
   }
   if (py::isinstance<py::str>(obj) || py::isinstance<py::bytes>(obj) || PyComplex_Check(obj.ptr()))
-    throw py::type_error("create_storage: element " + position() + " is a " + type_name(obj) +
+    throw py::type_error("create_storage: element " + position() + " is a " + type_name_of(obj) +
                          ", not a number (bool, int or float)");
   if (PyIndex_Check(obj.ptr())) {
     py::object idx = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
@@ -268,7 +266,7 @@ Value leaf_value(py::handle obj, const std::vector<std::int64_t>& where) {
   PyObject* f = PyNumber_Float(obj.ptr());
   if (f == nullptr) {
     PyErr_Clear();
-    throw py::type_error("create_storage: element " + position() + " is a " + type_name(obj) +
+    throw py::type_error("create_storage: element " + position() + " is a " + type_name_of(obj) +
                          ", not a number (bool, int or float)");
   }
   v.kind = Leaf::kFloat;
@@ -379,7 +377,7 @@ Storage storage_from_data(py::handle data, Device device, std::optional<DType> d
   throw py::type_error(
       "create_storage: data must be a (nested) list or tuple of numbers, a number, a "
       "genesis.Storage, or an object with the buffer protocol (a NumPy array, bytes, ...); got " +
-      type_name(data));
+      type_name_of(data));
 }
 
 }  // namespace genesis::python

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "genesis/core/error.h"
+#include "py_values.h"
 
 namespace genesis::python {
 
@@ -121,8 +122,6 @@ int view_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
   return export_buffer(obj, view, flags, v.base(), v.data_ptr(), v.shape(), v.stride(), self->readonly, "StorageView");
 }
 
-std::string type_name(py::handle obj) { return py::str(py::type::of(obj).attr("__name__")); }
-
 }  // namespace
 
 bool is_initialised(py::handle obj) {
@@ -142,7 +141,7 @@ const Storage& PyStorage::get() const {
 
 const Storage& storage_arg(py::handle obj, const char* what) {
   if (!py::isinstance<PyStorage>(obj))
-    throw py::type_error(std::string(what) + " must be a genesis.Storage, got " + type_name(obj));
+    throw py::type_error(std::string(what) + " must be a genesis.Storage, got " + type_name_of(obj));
   return self_of<PyStorage>(obj).get();
 }
 

@@ -33,8 +33,6 @@ std::unordered_map<std::string, Device>& parsed_devices() {
   return *m;
 }
 
-std::string type_name(py::handle h) { return py::str(py::type::handle_of(h).attr("__name__")).cast<std::string>(); }
-
 // The Python objects are made by the package; a binding used before
 // genesis/_tensor.py ran (genesis._C imported on its own) imports the
 // package once, which registers them.
@@ -59,6 +57,10 @@ Device parse_device_text(const std::string& text) {
 }
 
 }  // namespace
+
+std::string type_name_of(py::handle h) {
+  return py::str(py::type::handle_of(h).attr("__name__")).cast<std::string>();
+}
 
 const NumpyTypes* numpy_types() {
   static NumpyTypes types;
@@ -129,7 +131,7 @@ DType to_dtype(py::handle h) {
   }
   throw py::type_error("dtype must be a genesis.dtype, a name such as 'float32', a NumPy or torch dtype, or "
                        "bool/int/float, got " +
-                       (PyType_Check(h.ptr()) ? py::repr(h).cast<std::string>() : type_name(h)));
+                       (PyType_Check(h.ptr()) ? py::repr(h).cast<std::string>() : type_name_of(h)));
 }
 
 std::optional<DType> to_opt_dtype(py::handle h) {
@@ -189,7 +191,7 @@ Device device_arg(py::handle h, bool strict) {
   }
   throw py::type_error("device must be a string such as 'cpu' or 'cuda:0', an int (a CUDA index) or a "
                        "genesis.device, got " +
-                       type_name(h));
+                       type_name_of(h));
 }
 
 }  // namespace
@@ -217,7 +219,7 @@ std::int64_t to_int64(py::handle h, const char* what) {
   PyObject* idx = PyNumber_Index(o);  // ints, NumPy integers; TypeError for floats
   if (idx == nullptr) {
     PyErr_Clear();
-    throw py::type_error(std::string(what) + " must be an integer, not " + type_name(h));
+    throw py::type_error(std::string(what) + " must be an integer, not " + type_name_of(h));
   }
   int overflow = 0;
   const long long v = PyLong_AsLongLongAndOverflow(idx, &overflow);
@@ -245,7 +247,7 @@ std::vector<std::int64_t> to_dims(py::handle h, const char* what) {
     return out;
   }
   if (!text && !PyBool_Check(o) && PyIndex_Check(o)) return {to_int64(h, what)};  // a NumPy integer
-  throw py::type_error(std::string(what) + " must be an int or a sequence of ints, got " + type_name(h));
+  throw py::type_error(std::string(what) + " must be an int or a sequence of ints, got " + type_name_of(h));
 }
 
 std::vector<std::int64_t> to_shape(py::handle args) {

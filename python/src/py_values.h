@@ -29,6 +29,9 @@ namespace genesis::python {
 
 namespace py = pybind11;
 
+/// The name of h's Python type ("int", "ndarray"), for error messages.
+std::string type_name_of(py::handle h);
+
 /// A dtype argument. TypeError for anything that is not a dtype (or a NumPy
 /// dtype without a genesis equivalent), ValueError for an unknown name.
 DType to_dtype(py::handle h);

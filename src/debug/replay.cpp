@@ -88,7 +88,7 @@ Upstream make_upstream(const Trace& trace, const ReplayConfig& config, Allocator
   if (config.device == ReplayDevice::kSimulated) {
     const std::size_t capacity = config.capacity != 0 ? config.capacity : default_simulated_capacity(trace);
     GENESIS_CHECK(capacity <= memory::SimulatedDevice::kAddressSpan, "the simulated device holds at most 1 TiB, got ",
-                  detail::format_bytes(capacity), " (--capacity)");
+                  genesis::detail::format_bytes(capacity), " (--capacity)");
     auto dev = std::make_shared<memory::SimulatedDevice>(capacity, 0, config.sim_vmm_cost);
     // Real stream ids of the simulated device, so that anything the
     // allocator asks of a stream is checked.

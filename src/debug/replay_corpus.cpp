@@ -29,32 +29,6 @@ bool ends_with(std::string_view s, std::string_view suffix) noexcept {
   return s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-// Rows of cells, the first column left-aligned and the others right-aligned.
-std::string render(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<std::size_t> width;
-  for (const auto& row : rows) {
-    width.resize(std::max(width.size(), row.size()), 0);
-    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      const std::string pad(width[c] - row[c].size(), ' ');
-      line += c == 0 ? row[c] + pad : "  " + pad + row[c];
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
-}
-
 const TorchPeak* find_setting(const std::vector<TorchPeak>& peaks, const std::string& setting) noexcept {
   for (const TorchPeak& p : peaks) {
     if (p.setting == setting) return &p;
@@ -198,19 +172,19 @@ std::string format_corpus_report(const std::vector<std::string>& configs, const 
       std::size_t col = 0;
       for (std::size_t c = 0; c < configs.size(); ++c, ++col) {
         const double v = c < row.results.size() ? row.results[c].reserved_per_live : 0.0;
-        cells.push_back(v > 0 ? fixed(v, 3) : "-");
+        cells.push_back(v > 0 ? format_fixed(v, 3) : "-");
         cols[col].push_back(v);
       }
       for (const std::string& s : settings) {
         const TorchPeak* p = find_setting(row.pytorch, s);
         const double v = p == nullptr ? 0.0 : ratio(p->peak_reserved_bytes, row.peak_live_bytes);
-        cells.push_back(v > 0 ? fixed(v, 3) : "-");
+        cells.push_back(v > 0 ? format_fixed(v, 3) : "-");
         cols[col++].push_back(v);
       }
       if (!settings.empty()) {
         const TorchPeak* best = best_torch_peak(row.pytorch);
         const double v = best == nullptr ? 0.0 : ratio(best->peak_reserved_bytes, row.peak_live_bytes);
-        cells.push_back(v > 0 ? fixed(v, 3) + " " + best->setting : "-");
+        cells.push_back(v > 0 ? format_fixed(v, 3) + " " + best->setting : "-");
         cols[col].push_back(v);
       }
       t.push_back(std::move(cells));
@@ -218,14 +192,14 @@ std::string format_corpus_report(const std::vector<std::string>& configs, const 
     std::vector<std::string> mean{"geometric mean", "", ""};
     for (const auto& c : cols) {
       const double g = geometric_mean(c);
-      mean.push_back(g > 0 ? fixed(g, 3) : "-");
+      mean.push_back(g > 0 ? format_fixed(g, 3) : "-");
     }
     t.push_back(std::move(mean));
     out += "peak reserved / peak live (lower is better)";
     if (!settings.empty()) {
       out += "; PyTorch: its own peak reserved in the recording runs (sidecars), over the trace's peak live";
     }
-    out += "\n" + render(t);
+    out += "\n" + render_table(t);
 
     // Table 2: ns per event.
     std::vector<std::vector<std::string>> n;
@@ -237,7 +211,7 @@ std::string format_corpus_report(const std::vector<std::string>& configs, const 
       std::vector<std::string> cells{row.trace.name};
       for (std::size_t c = 0; c < configs.size(); ++c) {
         const double v = c < row.results.size() ? row.results[c].ns_per_event : 0.0;
-        cells.push_back(v > 0 ? fixed(v, 1) : "-");
+        cells.push_back(v > 0 ? format_fixed(v, 1) : "-");
         ncols[c].push_back(v);
       }
       n.push_back(std::move(cells));
@@ -245,10 +219,10 @@ std::string format_corpus_report(const std::vector<std::string>& configs, const 
     std::vector<std::string> nmean{"geometric mean"};
     for (const auto& c : ncols) {
       const double g = geometric_mean(c);
-      nmean.push_back(g > 0 ? fixed(g, 1) : "-");
+      nmean.push_back(g > 0 ? format_fixed(g, 1) : "-");
     }
     n.push_back(std::move(nmean));
-    out += "\nns per event (the replay loop alone)\n" + render(n);
+    out += "\nns per event (the replay loop alone)\n" + render_table(n);
     // OOMs change what a row means: say so rather than let a ratio mislead.
     for (const CorpusRow& row : rows) {
       for (std::size_t c = 0; c < row.results.size() && c < configs.size(); ++c) {

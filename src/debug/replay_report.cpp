@@ -19,17 +19,13 @@ std::string format_thousands(std::uint64_t value) {
   return out;
 }
 
-namespace {
-
-std::string fixed(double v, int decimals) {
+std::string format_fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
 }
 
-// Rows of cells printed with the first column left-aligned and the others
-// right-aligned; a row with one cell is a section label across the table.
-std::string render(const std::vector<std::vector<std::string>>& rows) {
+std::string render_table(const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> width;
   for (const auto& row : rows) {
     if (row.size() == 1) continue;
@@ -44,19 +40,14 @@ std::string render(const std::vector<std::vector<std::string>>& rows) {
     }
     std::string line;
     for (std::size_t c = 0; c < row.size(); ++c) {
-      const std::size_t pad = width[c] - row[c].size();
-      if (c == 0) {
-        line += row[c] + std::string(pad, ' ');
-      } else {
-        line += "  " + std::string(pad, ' ') + row[c];
-      }
+      const std::string pad(width[c] - row[c].size(), ' ');
+      line += c == 0 ? row[c] + pad : "  " + pad + row[c];
     }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
   }
   return out;
 }
-
-}  // namespace
 
 std::string format_trace_summary(const Trace& trace) {
   const TraceCounts& c = trace.counts;
@@ -85,7 +76,7 @@ std::string format_replay_table(const std::vector<ReplayResult>& results,
                   "OOMs", "unknown frees"});
   for (const ReplayResult& r : results) {
     rows.push_back({r.config, format_thousands(r.peak_live_bytes), format_thousands(r.peak_reserved_bytes),
-                    fixed(r.reserved_per_live, 3), fixed(r.ns_per_event, 1),
+                    format_fixed(r.reserved_per_live, 3), format_fixed(r.ns_per_event, 1),
                     format_thousands(static_cast<std::uint64_t>(r.upstream_allocs)) + " / " +
                         format_thousands(static_cast<std::uint64_t>(r.upstream_frees)),
                     format_thousands(r.ooms), format_thousands(r.unknown_frees)});
@@ -94,11 +85,11 @@ std::string format_replay_table(const std::vector<ReplayResult>& results,
     rows.push_back({references->label + ":"});
     for (const ReferenceResult& ref : references->results) {
       rows.push_back({"  " + ref.allocator, "-", format_thousands(ref.peak_reserved_bytes),
-                      fixed(ref.reserved_per_live, 3), ref.ns_per_event > 0 ? fixed(ref.ns_per_event, 0) : "-", "-",
-                      "-", "-"});
+                      format_fixed(ref.reserved_per_live, 3),
+                      ref.ns_per_event > 0 ? format_fixed(ref.ns_per_event, 0) : "-", "-", "-", "-"});
     }
   }
-  return render(rows);
+  return render_table(rows);
 }
 
 }  // namespace genesis::debug

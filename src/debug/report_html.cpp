@@ -14,7 +14,6 @@ namespace genesis::debug {
 namespace {
 
 constexpr std::size_t kChartPoints = 600;
-constexpr double kGiB = 1073741824.0;
 
 std::string escape(const std::string& s) {
   std::string out;
@@ -100,9 +99,9 @@ void memory_section(std::ostringstream& os, const MemoryProfiler& p) {
     Series alloc{"allocated", "#1f77b4", {}}, res{"reserved", "#ff7f0e", {}}, total{"total", "#555555", {}};
     for (const SampleBucket& b : detail::thin_buckets(h.buckets(), kChartPoints)) {
       const double t = since(b.mid_ns(), h.first_ns());
-      alloc.points.emplace_back(t, b.mean_allocated() / kGiB);
-      res.points.emplace_back(t, b.mean_reserved() / kGiB);
-      total.points.emplace_back(t, static_cast<double>(b.total) / kGiB);
+      alloc.points.emplace_back(t, b.mean_allocated() / detail::kGiB);
+      res.points.emplace_back(t, b.mean_reserved() / detail::kGiB);
+      total.points.emplace_back(t, static_cast<double>(b.total) / detail::kGiB);
     }
     os << "<h3>Device " << escape(id) << ": " << escape(p.device(id).name) << "</h3>\n";
     os << "<p>" << h.count() << " samples over " << num(h.duration_seconds()) << " s; peak allocated "

@@ -41,7 +41,6 @@ std::string utc_timestamp() {
 namespace {
 
 constexpr double kMiB = 1048576.0;
-constexpr double kGiB = 1073741824.0;
 
 double seconds_since(std::uint64_t t_ns, std::uint64_t first_ns) {
   return t_ns >= first_ns ? static_cast<double>(t_ns - first_ns) * 1e-9 : 0.0;
@@ -119,7 +118,7 @@ json profile_json(const MemoryProfiler& profiler, const std::string& source, std
           {"devices", std::move(devices)},
           {"summary",
            {{"total_devices", n},
-            {"total_memory_gb", total / kGiB},
+            {"total_memory_gb", total / detail::kGiB},
             {"overall_utilization", total > 0 ? 100.0 * used / total : 0.0},
             {"duration_seconds", duration}}}};
 }

@@ -9,6 +9,9 @@
 
 namespace genesis::debug::detail {
 
+/// Bytes per GiB, for figures reported in GiB.
+inline constexpr double kGiB = 1073741824.0;
+
 /// At most about `max_points` buckets, each a merge of neighbours (all of
 /// them when max_points is 0 or there are fewer).
 std::vector<SampleBucket> thin_buckets(const std::vector<SampleBucket>& buckets, std::size_t max_points);

@@ -48,15 +48,13 @@ RangeFn pick(DType src, DType dst) {
   });
 }
 
-bool valid_dtype(DType t) { return static_cast<unsigned>(t) < static_cast<unsigned>(kNumDTypes); }
-
 }  // namespace
 
 void convert_dtype(const void* src, DType src_dtype, void* dst, DType dst_dtype,
                    std::size_t count) {
-  GENESIS_CHECK(valid_dtype(src_dtype), "convert_dtype: invalid source dtype value ",
+  GENESIS_CHECK(is_valid_dtype(src_dtype), "convert_dtype: invalid source dtype value ",
                 static_cast<unsigned>(src_dtype));
-  GENESIS_CHECK(valid_dtype(dst_dtype), "convert_dtype: invalid destination dtype value ",
+  GENESIS_CHECK(is_valid_dtype(dst_dtype), "convert_dtype: invalid destination dtype value ",
                 static_cast<unsigned>(dst_dtype));
   if (count == 0) return;
   GENESIS_CHECK(src != nullptr, "convert_dtype: source pointer is null with count ", count);

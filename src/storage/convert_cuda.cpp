@@ -18,8 +18,6 @@ namespace genesis {
 
 namespace {
 
-bool valid_dtype(DType t) { return static_cast<unsigned>(t) < static_cast<unsigned>(kNumDTypes); }
-
 // Where a pointer lives: -1 for managed memory (usable from any device),
 // otherwise the device index. Throws InvalidArgumentError for host memory.
 int device_of(const void* p, const char* which) {
@@ -42,9 +40,9 @@ int device_of(const void* p, const char* which) {
 
 void convert_dtype_cuda(const void* src, DType src_dtype, void* dst, DType dst_dtype, std::size_t count,
                         memory::StreamId stream) {
-  GENESIS_CHECK(valid_dtype(src_dtype), "convert_dtype_cuda: invalid source dtype value ",
+  GENESIS_CHECK(is_valid_dtype(src_dtype), "convert_dtype_cuda: invalid source dtype value ",
                 static_cast<unsigned>(src_dtype));
-  GENESIS_CHECK(valid_dtype(dst_dtype), "convert_dtype_cuda: invalid destination dtype value ",
+  GENESIS_CHECK(is_valid_dtype(dst_dtype), "convert_dtype_cuda: invalid destination dtype value ",
                 static_cast<unsigned>(dst_dtype));
   if (count == 0) return;
   GENESIS_CHECK(src != nullptr, "convert_dtype_cuda: source pointer is null with count ", count);

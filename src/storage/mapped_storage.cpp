@@ -15,12 +15,6 @@
 
 namespace genesis::storage {
 
-namespace {
-
-std::string errno_text(int err) { return std::strerror(err); }
-
-}  // namespace
-
 MappedStorage::MappedStorage(std::string filename, std::vector<int64_t> shape, DType dtype,
                              std::string_view mode, int64_t offset)
     : filename_(std::move(filename)), shape_(std::move(shape)), dtype_(dtype), mode_(mode), offset_(offset) {
@@ -42,7 +36,7 @@ MappedStorage::MappedStorage(std::string filename, std::vector<int64_t> shape, D
   if (fd < 0) {
     const int err = errno;
     GENESIS_THROW(InvalidArgumentError, "MappedStorage: cannot open '", filename_, "' in mode '", mode_,
-                  "': ", errno_text(err));
+                  "': ", std::strerror(err));
   }
   auto fail = [&](const std::string& msg, bool oom = false) {
     ::close(fd);
@@ -52,12 +46,12 @@ MappedStorage::MappedStorage(std::string filename, std::vector<int64_t> shape, D
   if (mode_ == "w+") {
     if (::ftruncate(fd, static_cast<off_t>(end)) != 0) {
       fail(genesis::detail::str_cat("MappedStorage: cannot size '", filename_, "' to ", end, " bytes: ",
-                           errno_text(errno)));
+                           std::strerror(errno)));
     }
   } else {
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
-      fail(genesis::detail::str_cat("MappedStorage: fstat('", filename_, "') failed: ", errno_text(errno)));
+      fail(genesis::detail::str_cat("MappedStorage: fstat('", filename_, "') failed: ", std::strerror(errno)));
     }
     // Touching a mapped page past the end of the file raises SIGBUS, so a
     // short file must be refused up front.
@@ -79,7 +73,7 @@ MappedStorage::MappedStorage(std::string filename, std::vector<int64_t> shape, D
     if (p == MAP_FAILED) {
       const int err = errno;
       fail(genesis::detail::str_cat("MappedStorage: mmap of '", filename_, "' (", nbytes_, " bytes at offset ", offset_,
-                           ") failed: ", errno_text(err)),
+                           ") failed: ", std::strerror(err)),
            err == ENOMEM);
     }
     map_base_ = p;
@@ -139,7 +133,7 @@ void MappedStorage::flush() {
   if (map_base_ == nullptr) return;
   if (::msync(map_base_, map_length_, MS_SYNC) != 0) {
     const int err = errno;
-    GENESIS_THROW(InvalidArgumentError, "MappedStorage: msync of '", filename_, "' failed: ", errno_text(err));
+    GENESIS_THROW(InvalidArgumentError, "MappedStorage: msync of '", filename_, "' failed: ", std::strerror(err));
   }
 }
 
@@ -161,7 +155,7 @@ void MappedStorage::close() {
   const int err = release();
   if (err != 0) {
     GENESIS_THROW(InvalidArgumentError, "MappedStorage: flushing '", filename_, "' on close failed: ",
-                  errno_text(err));
+                  std::strerror(err));
   }
 }
 

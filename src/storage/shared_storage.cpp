@@ -20,8 +20,6 @@ namespace genesis::storage {
 
 namespace {
 
-std::string errno_text(int err) { return std::strerror(err); }
-
 std::atomic<unsigned long long> g_name_counter{0};
 
 }  // namespace
@@ -55,7 +53,7 @@ bool SharedStorage::open_and_map(bool create, bool soft) {
       GENESIS_THROW(InvalidArgumentError, "SharedStorage::attach: shared memory '", name_,
                     "' does not exist");
     }
-    GENESIS_THROW(InvalidArgumentError, "SharedStorage: shm_open('", name_, "') failed: ", errno_text(err));
+    GENESIS_THROW(InvalidArgumentError, "SharedStorage: shm_open('", name_, "') failed: ", std::strerror(err));
   }
   // From here on every failure closes fd and, if we created the name, removes
   // it again so that a failed create leaves nothing behind.
@@ -75,7 +73,7 @@ bool SharedStorage::open_and_map(bool create, bool soft) {
   } else {
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
-      fail(genesis::detail::str_cat("SharedStorage: fstat('", name_, "') failed: ", errno_text(errno)));
+      fail(genesis::detail::str_cat("SharedStorage: fstat('", name_, "') failed: ", std::strerror(errno)));
     }
     if (static_cast<std::size_t>(st.st_size) != nbytes_) {
       fail(genesis::detail::str_cat("SharedStorage::attach: shared memory '", name_, "' has ", st.st_size,
@@ -88,7 +86,7 @@ bool SharedStorage::open_and_map(bool create, bool soft) {
     if (p == MAP_FAILED) {
       const int err = errno;
       fail(genesis::detail::str_cat("SharedStorage: mmap of '", name_, "' (", nbytes_, " bytes) failed: ",
-                           errno_text(err)),
+                           std::strerror(err)),
            err == ENOMEM);
     }
     data_ = p;
@@ -218,7 +216,7 @@ bool SharedStorage::unlink() {
       unlinked_ = true;
       return false;
     }
-    GENESIS_THROW(InvalidArgumentError, "SharedStorage::unlink('", name_, "') failed: ", errno_text(err));
+    GENESIS_THROW(InvalidArgumentError, "SharedStorage::unlink('", name_, "') failed: ", std::strerror(err));
   }
   unlinked_ = true;
   return true;

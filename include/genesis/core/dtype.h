@@ -27,6 +27,12 @@ enum class DTypeKind : std::uint8_t { kBool, kUnsigned, kSigned, kFloat };
 
 inline constexpr int kNumDTypes = 10;
 
+/// Whether `t` is one of the enumerators (a DType read from raw memory or
+/// cast from an integer may not be).
+constexpr bool is_valid_dtype(DType t) noexcept {
+  return static_cast<unsigned>(t) < static_cast<unsigned>(kNumDTypes);
+}
+
 /// Size of one element in bytes.
 constexpr std::size_t dtype_size(DType t) noexcept {
   switch (t) {
