@@ -11,7 +11,6 @@ namespace genesis::cuda {
 #if GENESIS_WITH_CUDA
 namespace {
 cudaEvent_t as_event(void* e) noexcept { return static_cast<cudaEvent_t>(e); }
-cudaStream_t as_stream(std::uintptr_t s) noexcept { return reinterpret_cast<cudaStream_t>(s); }
 }  // namespace
 #endif
 
@@ -80,7 +79,7 @@ std::uintptr_t EventPool::record(int device, std::uintptr_t stream) {
     // Stream 0 means "the legacy default stream of the current device", so the
     // event's device has to be current while recording.
     DeviceGuard guard(device, std::nothrow);
-    err = cudaEventRecord(as_event(slot->event), as_stream(stream));
+    err = cudaEventRecord(as_event(slot->event), detail::to_cuda_stream(stream));
   }
   if (err != cudaSuccess) {
     release(reinterpret_cast<std::uintptr_t>(slot));
@@ -96,7 +95,7 @@ int EventPool::stream_device(std::uintptr_t stream) {
   if (device_count() == 0) detail::throw_cuda_unavailable("querying a stream's device", __FILE__, __LINE__);
 #if GENESIS_WITH_CUDA
   int device = 0;
-  GENESIS_CUDA_CHECK(cudaStreamGetDevice(as_stream(stream), &device));
+  GENESIS_CUDA_CHECK(cudaStreamGetDevice(detail::to_cuda_stream(stream), &device));
   return device;
 #else
   (void)stream;
@@ -141,7 +140,7 @@ void EventPool::wait(std::uintptr_t event, int device, std::uintptr_t stream) {
   Slot* slot = checked_slot(event, "wait");
 #if GENESIS_WITH_CUDA
   DeviceGuard guard(device);  // stream 0 is the legacy stream of the current device
-  GENESIS_CUDA_CHECK(cudaStreamWaitEvent(as_stream(stream), as_event(slot->event), 0));
+  GENESIS_CUDA_CHECK(cudaStreamWaitEvent(detail::to_cuda_stream(stream), as_event(slot->event), 0));
 #else
   (void)slot;
   (void)device;

@@ -10,8 +10,6 @@ namespace genesis::cuda {
 
 namespace {
 
-cudaStream_t as_stream(StreamId s) noexcept { return reinterpret_cast<cudaStream_t>(s); }
-
 cudaMemcpyKind as_kind(CopyKind kind) noexcept {
   switch (kind) {
     case CopyKind::kHostToDevice: return cudaMemcpyHostToDevice;
@@ -25,22 +23,22 @@ cudaMemcpyKind as_kind(CopyKind kind) noexcept {
 }  // namespace
 
 void memcpy_async(void* dst, const void* src, std::size_t nbytes, CopyKind kind, StreamId stream) {
-  GENESIS_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, as_kind(kind), as_stream(stream)));
+  GENESIS_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, as_kind(kind), detail::to_cuda_stream(stream)));
 }
 
 void memcpy_peer_async(void* dst, int dst_device, const void* src, int src_device, std::size_t nbytes,
                        StreamId stream) {
-  GENESIS_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device, src, src_device, nbytes, as_stream(stream)));
+  GENESIS_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device, src, src_device, nbytes, detail::to_cuda_stream(stream)));
 }
 
 void memset_async(void* dst, int value, std::size_t nbytes, StreamId stream) {
-  GENESIS_CUDA_CHECK(cudaMemsetAsync(dst, value, nbytes, as_stream(stream)));
+  GENESIS_CUDA_CHECK(cudaMemsetAsync(dst, value, nbytes, detail::to_cuda_stream(stream)));
 }
 
-void synchronize_stream(StreamId stream) { GENESIS_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream))); }
+void synchronize_stream(StreamId stream) { GENESIS_CUDA_CHECK(cudaStreamSynchronize(detail::to_cuda_stream(stream))); }
 
 bool stream_idle(StreamId stream) {
-  const cudaError_t err = cudaStreamQuery(as_stream(stream));
+  const cudaError_t err = cudaStreamQuery(detail::to_cuda_stream(stream));
   if (err == cudaErrorNotReady) return false;
   GENESIS_CUDA_CHECK(err);
   return true;
@@ -48,7 +46,7 @@ bool stream_idle(StreamId stream) {
 
 int stream_device(StreamId stream) {
   int device = -1;
-  GENESIS_CUDA_CHECK(cudaStreamGetDevice(as_stream(stream), &device));
+  GENESIS_CUDA_CHECK(cudaStreamGetDevice(detail::to_cuda_stream(stream), &device));
   return device;
 }
 

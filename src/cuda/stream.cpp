@@ -23,7 +23,6 @@ constexpr StreamId kLegacyStreamHandle = 1;
 constexpr StreamId kPerThreadStreamHandle = 2;
 
 #if GENESIS_WITH_CUDA
-cudaStream_t as_stream(StreamId s) noexcept { return reinterpret_cast<cudaStream_t>(s); }
 cudaEvent_t as_event(std::uintptr_t e) noexcept { return reinterpret_cast<cudaEvent_t>(e); }
 #endif
 
@@ -158,8 +157,8 @@ Stream Stream::from_id(StreamId id) {
   int device = 0;
   int priority = 0;
 #if GENESIS_WITH_CUDA
-  GENESIS_CUDA_CHECK(cudaStreamGetDevice(as_stream(id), &device));
-  GENESIS_CUDA_CHECK(cudaStreamGetPriority(as_stream(id), &priority));
+  GENESIS_CUDA_CHECK(cudaStreamGetDevice(detail::to_cuda_stream(id), &device));
+  GENESIS_CUDA_CHECK(cudaStreamGetPriority(detail::to_cuda_stream(id), &priority));
 #endif
   return Stream(id, device, priority, nullptr);
 }
@@ -174,7 +173,7 @@ void Stream::synchronize() const {
 #if GENESIS_WITH_CUDA
   // The special handles mean "that stream of the current device".
   DeviceGuard guard(device_);
-  GENESIS_CUDA_CHECK(cudaStreamSynchronize(as_stream(id_)));
+  GENESIS_CUDA_CHECK(cudaStreamSynchronize(detail::to_cuda_stream(id_)));
   raise_async_errors(device_);  // Note [Asynchronous kernel errors]
 #endif
 }
@@ -183,7 +182,7 @@ bool Stream::query() const {
   if (device_count() == 0) detail::throw_cuda_unavailable("Stream::query()", __FILE__, __LINE__);
 #if GENESIS_WITH_CUDA
   DeviceGuard guard(device_);
-  const cudaError_t err = cudaStreamQuery(as_stream(id_));
+  const cudaError_t err = cudaStreamQuery(detail::to_cuda_stream(id_));
   if (err == cudaSuccess) return true;
   if (err == cudaErrorNotReady) return false;  // a status, not a failure
   detail::throw_cuda_error(static_cast<int>(err), "cudaStreamQuery(stream)", __FILE__, __LINE__);
@@ -198,7 +197,7 @@ void Stream::wait(const Event& event) const {
 #if GENESIS_WITH_CUDA
   // Cross-device waits are allowed: the event may belong to another device.
   DeviceGuard guard(device_);
-  GENESIS_CUDA_CHECK(cudaStreamWaitEvent(as_stream(id_), as_event(event.id()), 0));
+  GENESIS_CUDA_CHECK(cudaStreamWaitEvent(detail::to_cuda_stream(id_), as_event(event.id()), 0));
 #endif
 }
 
@@ -280,7 +279,7 @@ void Event::record(const Stream& stream) {
     event_ = reinterpret_cast<std::uintptr_t>(ev);
     device_ = device;
   }
-  GENESIS_CUDA_CHECK(cudaEventRecord(as_event(event_), as_stream(stream.id())));
+  GENESIS_CUDA_CHECK(cudaEventRecord(as_event(event_), detail::to_cuda_stream(stream.id())));
   recorded_ = true;
 #endif
 }

@@ -6,6 +6,7 @@
 // compile here rather than at link time.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "genesis/core/error.h"
@@ -28,6 +29,13 @@ std::string cuda_error_text(int code);
 }  // namespace genesis::cuda::detail
 
 #if GENESIS_WITH_CUDA
+namespace genesis::cuda::detail {
+
+/// A StreamId (or any stream handle held as an integer) as the CUDA stream it is.
+inline cudaStream_t to_cuda_stream(std::uintptr_t s) noexcept { return reinterpret_cast<cudaStream_t>(s); }
+
+}  // namespace genesis::cuda::detail
+
 /// Evaluates a CUDA runtime call once; throws genesis::CudaError carrying the
 /// error name, its description and the expression text unless it returned
 /// cudaSuccess.
