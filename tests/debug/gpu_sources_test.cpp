@@ -48,6 +48,9 @@ TEST(GpuSourcesTest, AllocationShowsInAllocatorAndNvmlPerProcess) {
   memory::CachingAllocator& cuda0 = memory::cuda_allocator(0);
   // The CUDA context first: it takes memory of its own.
   void* warm = cuda0.allocate(1 << 20);
+  // Earlier tests of this process may have left free segments cached, which
+  // would serve the block below without new device memory for NVML to see.
+  cuda0.empty_cache();
   auto allocs = open_allocator_source(process_cuda_allocators());
   auto proc = open_process_source(getpid(), {0});
   const MemorySample before = proc->sample("0");
