@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <unordered_map>
 
 #include "genesis/core/error.h"
+#include "report_util.h"
 #include "robust_fit.h"
 
 namespace genesis::debug {
@@ -25,12 +25,6 @@ namespace {
 constexpr std::size_t kSlotsPerWindow = 20;
 constexpr std::size_t kMaxSiteSnapshots = 16;
 constexpr std::size_t kMaxGrowingSites = 3;
-
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
 
 std::string bytes_text(double b) { return genesis::detail::format_bytes(static_cast<unsigned long long>(std::max(0.0, b))); }
 
@@ -154,12 +148,12 @@ void OOMPredictor::recommend(OOMPrediction& p, const std::vector<SiteStat>& site
   auto& out = p.recommendations;
   const bool steady = p.predicted_oom_seconds > 0 && p.confidence >= 0.5;
   if (p.risk_level == RiskLevel::low && p.predicted_oom_seconds < 0) {
-    out.push_back("No action needed: usage is " + fixed(p.current_usage_percent, 1) + "% of " +
+    out.push_back("No action needed: usage is " + detail::format_fixed(p.current_usage_percent, 1) + "% of " +
                   bytes_text(total) + " and the peaks are not growing");
   }
   if (steady) {
     out.push_back("Peak memory grows steadily by " + bytes_text(p.growth_rate_bytes_per_sec) +
-                  "/s: at this rate the device is full in " + fixed(p.predicted_oom_seconds, 0) +
+                  "/s: at this rate the device is full in " + detail::format_fixed(p.predicted_oom_seconds, 0) +
                   " s. Free what piles up between steps, or reduce the batch size");
   } else if (p.predicted_oom_seconds == 0) {
     out.push_back("Usage has reached the device's capacity (" + bytes_text(total) +
@@ -180,8 +174,8 @@ void OOMPredictor::recommend(OOMPrediction& p, const std::vector<SiteStat>& site
     const double minutes = static_cast<double>(s.time_ns - site_snapshots_.front().time_ns) * 1e-9 / 60.0;
     for (std::size_t i = 0; i < growing.size() && i < kMaxGrowingSites; ++i) {
       out.push_back("Growing site " + first_frame(growing[i].second->site) + ": +" + bytes_text(growing[i].first) +
-                    " in " + fixed(minutes * 60.0, 0) + " s (" +
-                    fixed(growing[i].first / 1048576.0 / std::max(minutes, 1e-9), 1) + " MiB/min), " +
+                    " in " + detail::format_fixed(minutes * 60.0, 0) + " s (" +
+                    detail::format_fixed(growing[i].first / 1048576.0 / std::max(minutes, 1e-9), 1) + " MiB/min), " +
                     bytes_text(static_cast<double>(growing[i].second->bytes)) + " held now");
     }
   }
@@ -201,13 +195,13 @@ void OOMPredictor::recommend(OOMPrediction& p, const std::vector<SiteStat>& site
     }
   }
   if (p.risk_level >= RiskLevel::high && !steady) {
-    out.push_back("Usage is " + fixed(p.current_usage_percent, 1) + "% of " + bytes_text(total) +
-                  " (threshold " + fixed(options_.threshold_percent, 0) +
+    out.push_back("Usage is " + detail::format_fixed(p.current_usage_percent, 1) + "% of " + bytes_text(total) +
+                  " (threshold " + detail::format_fixed(options_.threshold_percent, 0) +
                   "%): reduce the batch size, or use activation checkpointing or lower precision");
   }
   if (out.empty()) {
-    out.push_back("Usage is " + fixed(p.current_usage_percent, 1) + "% of " + bytes_text(total) +
-                  ": watch the growth before it reaches " + fixed(options_.threshold_percent, 0) + "%");
+    out.push_back("Usage is " + detail::format_fixed(p.current_usage_percent, 1) + "% of " + bytes_text(total) +
+                  ": watch the growth before it reaches " + detail::format_fixed(options_.threshold_percent, 0) + "%");
   }
 }
 
@@ -250,8 +244,8 @@ std::optional<OOMPrediction> OOMDetector::add(const std::string& device, const M
   st.last_warned = p.risk_level;
   st.last_warning_ns = sample.time_ns;
   std::string msg = std::string(risk_level_name(p.risk_level)) + " OOM risk on device " + device + ": " +
-                    fixed(p.current_usage_percent, 1) + "% used";
-  if (p.predicted_oom_seconds >= 0) msg += ", OOM in " + fixed(p.predicted_oom_seconds, 0) + " s";
+                    detail::format_fixed(p.current_usage_percent, 1) + "% used";
+  if (p.predicted_oom_seconds >= 0) msg += ", OOM in " + detail::format_fixed(p.predicted_oom_seconds, 0) + " s";
   st.warnings.push_back({sample.time_ns, p.risk_level, std::move(msg)});
   while (st.warnings.size() > options_.max_warnings) st.warnings.pop_front();
   for (const auto& cb : callbacks_) cb(device, p);

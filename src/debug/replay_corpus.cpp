@@ -14,6 +14,7 @@
 
 #include "genesis/core/error.h"
 #include "genesis/debug/replay_report.h"
+#include "report_util.h"
 
 namespace genesis::debug {
 
@@ -172,19 +173,19 @@ std::string format_corpus_report(const std::vector<std::string>& configs, const 
       std::size_t col = 0;
       for (std::size_t c = 0; c < configs.size(); ++c, ++col) {
         const double v = c < row.results.size() ? row.results[c].reserved_per_live : 0.0;
-        cells.push_back(v > 0 ? format_fixed(v, 3) : "-");
+        cells.push_back(v > 0 ? detail::format_fixed(v, 3) : "-");
         cols[col].push_back(v);
       }
       for (const std::string& s : settings) {
         const TorchPeak* p = find_setting(row.pytorch, s);
         const double v = p == nullptr ? 0.0 : ratio(p->peak_reserved_bytes, row.peak_live_bytes);
-        cells.push_back(v > 0 ? format_fixed(v, 3) : "-");
+        cells.push_back(v > 0 ? detail::format_fixed(v, 3) : "-");
         cols[col++].push_back(v);
       }
       if (!settings.empty()) {
         const TorchPeak* best = best_torch_peak(row.pytorch);
         const double v = best == nullptr ? 0.0 : ratio(best->peak_reserved_bytes, row.peak_live_bytes);
-        cells.push_back(v > 0 ? format_fixed(v, 3) + " " + best->setting : "-");
+        cells.push_back(v > 0 ? detail::format_fixed(v, 3) + " " + best->setting : "-");
         cols[col].push_back(v);
       }
       t.push_back(std::move(cells));
@@ -192,14 +193,14 @@ std::string format_corpus_report(const std::vector<std::string>& configs, const 
     std::vector<std::string> mean{"geometric mean", "", ""};
     for (const auto& c : cols) {
       const double g = geometric_mean(c);
-      mean.push_back(g > 0 ? format_fixed(g, 3) : "-");
+      mean.push_back(g > 0 ? detail::format_fixed(g, 3) : "-");
     }
     t.push_back(std::move(mean));
     out += "peak reserved / peak live (lower is better)";
     if (!settings.empty()) {
       out += "; PyTorch: its own peak reserved in the recording runs (sidecars), over the trace's peak live";
     }
-    out += "\n" + render_table(t);
+    out += "\n" + detail::render_table(t);
 
     // Table 2: ns per event.
     std::vector<std::vector<std::string>> n;
@@ -211,7 +212,7 @@ std::string format_corpus_report(const std::vector<std::string>& configs, const 
       std::vector<std::string> cells{row.trace.name};
       for (std::size_t c = 0; c < configs.size(); ++c) {
         const double v = c < row.results.size() ? row.results[c].ns_per_event : 0.0;
-        cells.push_back(v > 0 ? format_fixed(v, 1) : "-");
+        cells.push_back(v > 0 ? detail::format_fixed(v, 1) : "-");
         ncols[c].push_back(v);
       }
       n.push_back(std::move(cells));
@@ -219,10 +220,10 @@ std::string format_corpus_report(const std::vector<std::string>& configs, const 
     std::vector<std::string> nmean{"geometric mean"};
     for (const auto& c : ncols) {
       const double g = geometric_mean(c);
-      nmean.push_back(g > 0 ? format_fixed(g, 1) : "-");
+      nmean.push_back(g > 0 ? detail::format_fixed(g, 1) : "-");
     }
     n.push_back(std::move(nmean));
-    out += "\nns per event (the replay loop alone)\n" + render_table(n);
+    out += "\nns per event (the replay loop alone)\n" + detail::render_table(n);
     // OOMs change what a row means: say so rather than let a ratio mislead.
     for (const CorpusRow& row : rows) {
       for (std::size_t c = 0; c < row.results.size() && c < configs.size(); ++c) {

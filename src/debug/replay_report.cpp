@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "genesis/core/error.h"
+#include "report_util.h"
 
 namespace genesis::debug {
 
@@ -18,6 +19,8 @@ std::string format_thousands(std::uint64_t value) {
   }
   return out;
 }
+
+namespace detail {
 
 std::string format_fixed(double v, int decimals) {
   char buf[64];
@@ -49,6 +52,8 @@ std::string render_table(const std::vector<std::vector<std::string>>& rows) {
   return out;
 }
 
+}  // namespace detail
+
 std::string format_trace_summary(const Trace& trace) {
   const TraceCounts& c = trace.counts;
   std::string out;
@@ -76,7 +81,7 @@ std::string format_replay_table(const std::vector<ReplayResult>& results,
                   "OOMs", "unknown frees"});
   for (const ReplayResult& r : results) {
     rows.push_back({r.config, format_thousands(r.peak_live_bytes), format_thousands(r.peak_reserved_bytes),
-                    format_fixed(r.reserved_per_live, 3), format_fixed(r.ns_per_event, 1),
+                    detail::format_fixed(r.reserved_per_live, 3), detail::format_fixed(r.ns_per_event, 1),
                     format_thousands(static_cast<std::uint64_t>(r.upstream_allocs)) + " / " +
                         format_thousands(static_cast<std::uint64_t>(r.upstream_frees)),
                     format_thousands(r.ooms), format_thousands(r.unknown_frees)});
@@ -85,11 +90,11 @@ std::string format_replay_table(const std::vector<ReplayResult>& results,
     rows.push_back({references->label + ":"});
     for (const ReferenceResult& ref : references->results) {
       rows.push_back({"  " + ref.allocator, "-", format_thousands(ref.peak_reserved_bytes),
-                      format_fixed(ref.reserved_per_live, 3),
-                      ref.ns_per_event > 0 ? format_fixed(ref.ns_per_event, 0) : "-", "-", "-", "-"});
+                      detail::format_fixed(ref.reserved_per_live, 3),
+                      ref.ns_per_event > 0 ? detail::format_fixed(ref.ns_per_event, 0) : "-", "-", "-", "-"});
     }
   }
-  return render_table(rows);
+  return detail::render_table(rows);
 }
 
 }  // namespace genesis::debug

@@ -2,7 +2,6 @@
 // and no external resources, so the file can be mailed or archived as is.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <sstream>
 
 #include "genesis/core/error.h"
@@ -31,11 +30,7 @@ std::string escape(const std::string& s) {
   return out;
 }
 
-std::string num(double v, int digits = 1) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
+std::string num(double v, int digits = 1) { return detail::format_fixed(v, digits); }
 
 struct Series {
   std::string name;

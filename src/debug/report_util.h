@@ -1,4 +1,5 @@
-// Helpers shared by the report writers (src/debug/report_*.cpp).
+// Helpers shared by the debugger's report and text writers (src/debug/report_*.cpp,
+// the replay and corpus tables, the OOM predictor's advice).
 #pragma once
 
 #include <cstddef>
@@ -11,6 +12,14 @@ namespace genesis::debug::detail {
 
 /// Bytes per GiB, for figures reported in GiB.
 inline constexpr double kGiB = 1073741824.0;
+
+/// `v` with `decimals` digits after the point ("%.*f").
+std::string format_fixed(double v, int decimals);
+
+/// Rows of cells as text: the first column left-aligned, the others
+/// right-aligned, no trailing spaces; a row of one cell is a section label
+/// across the table (it does not widen the columns).
+std::string render_table(const std::vector<std::vector<std::string>>& rows);
 
 /// At most about `max_points` buckets, each a merge of neighbours (all of
 /// them when max_points is 0 or there are fewer).

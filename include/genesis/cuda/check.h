@@ -1,4 +1,5 @@
-// GENESIS_CUDA_CHECK: turns a failed CUDA runtime call into a CudaError.
+// GENESIS_CUDA_CHECK: turns a failed CUDA runtime call into a CudaError; and
+// to_cuda_stream, a StreamId as the cudaStream_t the runtime calls take.
 //
 // Only meaningful in code built with GENESIS_WITH_CUDA=1: it includes the
 // CUDA runtime API header. Without CUDA the macro is deliberately left

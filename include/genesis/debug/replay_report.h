@@ -17,14 +17,6 @@ namespace genesis::debug {
 /// 14417617608 -> "14,417,617,608".
 std::string format_thousands(std::uint64_t value);
 
-/// `v` with `decimals` digits after the point ("%.*f").
-std::string format_fixed(double v, int decimals);
-
-/// Rows of cells as text: the first column left-aligned, the others
-/// right-aligned, no trailing spaces; a row of one cell is a section label
-/// across the table (it does not widen the columns).
-std::string render_table(const std::vector<std::vector<std::string>>& rows);
-
 /// A few lines about the trace: its lines per action, the events replayed,
 /// unknown frees, allocations left live, and its peak live bytes.
 std::string format_trace_summary(const Trace& trace);
