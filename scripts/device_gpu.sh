@@ -24,7 +24,8 @@
 # GENESIS_DEVICE_STAGES (comma list, default all) picks the stages after the
 # build: tests, python, sanitizer, bench, replay, corpus, copy, tensor, pybench, debugger. GENESIS_SANITIZER_FILTER is
 # the gtest filter for the compute-sanitizer run (default: everything but the
-# exhaustive suites, which take minutes under memcheck).
+# exhaustive suites, which take minutes under memcheck). GENESIS_CORPUS_DIR
+# (default data/traces/corpus) is the folder of traces the corpus stage replays.
 # Every stage runs even if an earlier one failed (as far as it can); the exit
 # status is nonzero if any stage failed.
 set -uo pipefail
@@ -270,8 +271,8 @@ fi
 # configuration through genesis-mem, and the same events through PyTorch
 # (native, expandable segments) and cudaMallocAsync, trace by trace, in one
 # run. Output: corpus.log.
-log "corpus: data/traces/corpus"
-CORPUS="$ROOT/data/traces/corpus"
+log "corpus: ${GENESIS_CORPUS_DIR:-data/traces/corpus}"
+CORPUS="${GENESIS_CORPUS_DIR:-$ROOT/data/traces/corpus}"
 if ! want corpus; then
   echo "skipped (GENESIS_DEVICE_STAGES=$WANT)"
 elif [[ -x "$BUILD/genesis-mem" && -d $CORPUS ]]; then

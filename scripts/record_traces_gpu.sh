@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The trace corpus on a GPU machine: builds genesis-mem (CUDA, sm_90),
-# records the eight workloads of bench/torch/record_traces.py with PyTorch's
+# records the workloads of bench/torch/record_traces.py with PyTorch's
 # native allocator (each converted to a CSV trace by genesis-mem convert,
 # with its sidecar: PyTorch's peaks under native, expandable_segments and
 # cudaMallocAsync), then replays the whole corpus with
 # `genesis-mem replay --corpus` on the simulated device and on the GPU.
-# Made to fit one 10-minute command on an H100.
+# Five or six workloads (GENESIS_TRACE_WORKLOADS, below) fit one 10-minute
+# command, the build included; all thirteen take two.
 #
 #   scripts/record_traces_gpu.sh            (from the repository root)
 #

@@ -50,12 +50,25 @@ Workloads (models built from configs: nothing is downloaded):
   epochs_eval    training epochs with an eval pass between them at 4x the
                  batch size; torch.cuda.empty_cache() after every phase
                  (so the trace shows segments returned and grown again)
+  moe_train      a mixture of experts (transformers MixtralConfig, 8 experts,
+                 top 2): expert activations sized by the routing, batch and
+                 sequence length changing every step
+  llm_generate   transformers' generate() on a Llama-style model: batches of
+                 1-48 left-padded prompts, 8-128 new tokens, dynamic KV cache
+  seq2seq_train  a T5-small-like encoder-decoder, source and target lengths
+                 drawn independently every step
+  detection_train torchvision Faster R-CNN (ResNet-50 FPN) training on
+                 images of different shapes with 1-30 boxes each
+  lora_finetune  LoRA adapters (peft) on a frozen bf16 Llama-style model,
+                 activation checkpointing, gradient accumulation over
+                 micro-batches of different shapes
 
 GENESIS_TRACE_SCALE (or --scale, default 1) scales every workload's steps
 or requests and its time limit: a recorded run stops its main loop after
---max-seconds (default 20 s x scale) and says how far it got, so the eight
-recordings take about four minutes on an H100 or H200 at scale 1, their
-start-up included.
+--max-seconds (default 20 s x scale) and says how far it got, so each
+recording takes about half a minute on an H100 or H200 at scale 1, its
+start-up included (the thirteen: about seven minutes; --workloads picks
+some).
 """
 
 import argparse
@@ -85,7 +98,7 @@ SETTINGS = {
 # the snapshot (about ten pickle objects per entry, at most 16 Mi objects).
 DEFAULT_MAX_ENTRIES = 1_500_000
 # A workload's main loop stops after this many seconds (times the scale):
-# eight recordings then take about four minutes with their start-up, and the
+# a recording then takes about half a minute with its start-up, and the
 # runs under the other settings repeat the same iterations.
 DEFAULT_MAX_SECONDS = 20.0
 

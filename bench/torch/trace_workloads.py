@@ -465,6 +465,181 @@ def epochs_eval(env):
             "steps": epochs * per_epoch, "empty_cache_between_phases": True}
 
 
+def moe_train(env):
+    """Tokens routed to experts: how many each expert gets, hence the size of
+    its activations, changes with every batch and every layer."""
+    from transformers import MixtralConfig, MixtralForCausalLM
+
+    torch = env.torch
+    if env.tiny:
+        cfg = MixtralConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                            num_attention_heads=2, num_key_value_heads=1, num_local_experts=4,
+                            num_experts_per_tok=2, max_position_embeddings=128, output_router_logits=True)
+    else:
+        cfg = MixtralConfig(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=8,
+                            num_attention_heads=12, num_key_value_heads=4, num_local_experts=8,
+                            num_experts_per_tok=2, max_position_embeddings=2048, output_router_logits=True)
+    model = env.build(lambda: MixtralForCausalLM(cfg))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    shapes = [(8, 1024), (16, 512), (4, 2048), (32, 256), (12, 640), (6, 1536)]
+    for _ in env.loop(env.steps(20)):
+        b, t = env.rng.choice(shapes)
+        if env.tiny:
+            b, t = 2, min(t // 32, cfg.max_position_embeddings)
+        lm_step(env, model, opt, cfg.vocab_size, b, t)
+    return {"model": f"mixture of experts (MixtralConfig: {cfg.num_hidden_layers} layers, width {cfg.hidden_size}, "
+                     f"{cfg.num_local_experts} experts, top {cfg.num_experts_per_tok})",
+            "workload": "training with the router's load-balancing loss, bf16 autocast, AdamW; batch and sequence "
+                        "length drawn every step from (8,1024) (16,512) (4,2048) (32,256) (12,640) (6,1536)",
+            "steps": env.count}
+
+
+def llm_generate(env):
+    """transformers' own generate(): its dynamic KV cache, logits processors
+    and stopping checks, for batches of left-padded prompts."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch = env.torch
+    if env.tiny:
+        cfg = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                          num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256)
+    else:
+        cfg = LlamaConfig(vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
+                          num_attention_heads=16, num_key_value_heads=8, max_position_embeddings=4096)
+    dtype = torch.bfloat16 if env.cuda else torch.float32
+    model = env.build(lambda: LlamaForCausalLM(cfg)).to(dtype).eval()
+    # Random weights: no end-of-sequence token, so each batch generates exactly
+    # the tokens it asked for, the same in every run.
+    model.generation_config.eos_token_id = None
+    model.generation_config.pad_token_id = 0
+    requests = tokens = 0
+    with torch.inference_mode():
+        for _ in env.loop(env.steps(40)):
+            b = env.rng.randint(1, 48) if not env.tiny else 2
+            lengths = [env.rng.randint(8, 1024 if not env.tiny else 16) for _ in range(b)]
+            gen = env.rng.randint(8, 128) if not env.tiny else 3
+            t = max(lengths)
+            ids = torch.randint(3, cfg.vocab_size, (b, t), device=env.device)
+            mask = (torch.arange(t, device=env.device)[None, :] >=
+                    torch.tensor([t - n for n in lengths], device=env.device)[:, None]).long()
+            model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=gen,
+                           do_sample=False, pad_token_id=0)
+            requests += b
+            tokens += b * gen
+    return {"model": f"Llama-style decoder (LlamaConfig: {cfg.num_hidden_layers} layers, width {cfg.hidden_size}, "
+                     f"{cfg.num_attention_heads} heads, {cfg.num_key_value_heads} KV heads), bf16",
+            "workload": f"transformers generate(), greedy, {requests} requests in {env.count} batches of 1-48: "
+                        f"prompts of 8-1024 tokens left-padded, 8-128 new tokens per batch ({tokens} in all), "
+                        "dynamic KV cache", "steps": env.count, "requests": requests, "generated_tokens": tokens}
+
+
+def seq2seq_train(env):
+    """An encoder-decoder: two sequence lengths that change independently,
+    and cross-attention between them."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    torch = env.torch
+    if env.tiny:
+        cfg = T5Config(vocab_size=1000, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=2,
+                       decoder_start_token_id=0, pad_token_id=0)
+    else:
+        cfg = T5Config(vocab_size=32128, d_model=512, d_kv=64, d_ff=2048, num_layers=6, num_decoder_layers=6,
+                       num_heads=8, decoder_start_token_id=0, pad_token_id=0)
+    model = env.build(lambda: T5ForConditionalGeneration(cfg))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for _ in env.loop(env.steps(40)):
+        b = env.rng.choice([16, 32, 48, 64]) if not env.tiny else 2
+        src = env.rng.randint(32, 512) if not env.tiny else 12
+        tgt = env.rng.randint(8, 128) if not env.tiny else 5
+        ids = torch.randint(1, cfg.vocab_size, (b, src), device=env.device)
+        labels = torch.randint(1, cfg.vocab_size, (b, tgt), device=env.device)
+        with env.autocast():
+            loss = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return {"model": "T5-small-like encoder-decoder (T5Config: 6+6 layers, width 512, 8 heads)",
+            "workload": "training, bf16 autocast, AdamW; batch 16-64, source length 32-512 and target length "
+                        "8-128 drawn every step", "steps": env.count}
+
+
+def detection_train(env):
+    """An object detector: images of different shapes, a variable number of
+    boxes and region proposals, so that nearly every tensor changes size."""
+    import torchvision
+
+    torch = env.torch
+    sizes = dict(min_size=64, max_size=96) if env.tiny else {}
+    model = env.build(lambda: torchvision.models.detection.fasterrcnn_resnet50_fpn(
+        weights=None, weights_backbone=None, num_classes=91, **sizes))
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.005, momentum=0.9, weight_decay=1e-4)
+    images_seen = 0
+    for _ in env.loop(env.steps(40)):
+        n = env.rng.randint(2, 6) if not env.tiny else 2
+        images, targets = [], []
+        for _ in range(n):
+            h = env.rng.randint(360, 800) if not env.tiny else 48
+            w = env.rng.randint(480, 1200) if not env.tiny else 64
+            images.append(torch.rand(3, h, w, device=env.device))
+            k = env.rng.randint(1, 30)
+            x0 = torch.rand(k, device=env.device) * (w * 0.7)
+            y0 = torch.rand(k, device=env.device) * (h * 0.7)
+            bw = 8 + torch.rand(k, device=env.device) * (w * 0.3)
+            bh = 8 + torch.rand(k, device=env.device) * (h * 0.3)
+            targets.append({"boxes": torch.stack([x0, y0, x0 + bw, y0 + bh], dim=1),
+                            "labels": torch.randint(1, 91, (k,), device=env.device)})
+        losses = model(images, targets)
+        sum(losses.values()).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        images_seen += n
+    return {"model": "torchvision Faster R-CNN, ResNet-50 FPN backbone (no pretrained weights), 91 classes",
+            "workload": f"training, fp32, SGD; {images_seen} images in batches of 2-6, each 360-800 x 480-1200 "
+                        "pixels (resized by the model to 800 on the short side), 1-30 random boxes each",
+            "steps": env.count}
+
+
+def lora_finetune(env):
+    """Fine-tuning with adapters: a frozen bf16 base model, small trainable
+    matrices, activation checkpointing and gradient accumulation over
+    micro-batches of different shapes."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch = env.torch
+    if env.tiny:
+        cfg = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                          num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256)
+    else:
+        cfg = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=12,
+                          num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=4096)
+    dtype = torch.bfloat16 if env.cuda else torch.float32
+    base = env.build(lambda: LlamaForCausalLM(cfg)).to(dtype)
+    base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model = get_peft_model(base, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05,
+                                            target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
+    model.train()
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=2e-4)
+    micro = [(4, 1024), (8, 512), (2, 2048), (16, 256), (6, 768)]
+    for _ in env.loop(env.steps(16)):
+        for _ in range(4):  # gradient accumulation
+            b, t = env.rng.choice(micro)
+            if env.tiny:
+                b, t = 2, t // 64
+            ids = torch.randint(0, cfg.vocab_size, (b, t), device=env.device)
+            with env.autocast():
+                loss = model(input_ids=ids, labels=ids).loss / 4
+            loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return {"model": f"Llama-style decoder (LlamaConfig: {cfg.num_hidden_layers} layers, width {cfg.hidden_size}) "
+                     "in bf16, frozen, with LoRA adapters (peft, rank 16, on the attention projections)",
+            "workload": "fine-tuning with activation checkpointing, 4 micro-batches per step drawn from (4,1024) "
+                        "(8,512) (2,2048) (16,256) (6,768), bf16 autocast, AdamW on the adapters",
+            "steps": env.count}
+
+
 WORKLOADS = {
     "llm_train": llm_train,
     "llm_serve": llm_serve,
@@ -474,4 +649,9 @@ WORKLOADS = {
     "multi_stream": multi_stream,
     "long_run": long_run,
     "epochs_eval": epochs_eval,
+    "moe_train": moe_train,
+    "llm_generate": llm_generate,
+    "seq2seq_train": seq2seq_train,
+    "detection_train": detection_train,
+    "lora_finetune": lora_finetune,
 }

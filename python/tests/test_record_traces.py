@@ -127,14 +127,15 @@ def test_conversion_errors_name_the_file(rt, tmp_path):
     assert p.returncode == 2 and "cannot open snapshot" in p.stderr
 
 
-
-
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not installed")
 @pytest.mark.parametrize("name", ["llm_train", "llm_serve", "vision_train", "diffusion_unet", "bert_dynamic",
-                                  "multi_stream", "long_run", "epochs_eval"])
+                                  "multi_stream", "long_run", "epochs_eval", "moe_train", "llm_generate",
+                                  "seq2seq_train", "detection_train", "lora_finetune"])
 def test_every_workload_runs_tiny_on_cpu(rt, name, tmp_path):
     needs = {"llm_train": "transformers", "bert_dynamic": "transformers", "long_run": "transformers",
-             "epochs_eval": "transformers", "vision_train": "torchvision"}
+             "epochs_eval": "transformers", "vision_train": "torchvision", "moe_train": "transformers",
+             "llm_generate": "transformers", "seq2seq_train": "transformers", "detection_train": "torchvision",
+             "lora_finetune": "peft"}
     if name in needs and importlib.util.find_spec(needs[name]) is None:
         pytest.skip(f"{needs[name]} is not installed")
     res = rt.run_one(name, "native", str(tmp_path), False, 1.0, 0, 1000, False, device="cpu")

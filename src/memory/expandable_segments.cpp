@@ -382,13 +382,24 @@ std::size_t ExpandableSegments::release_free_pages(Arena& a, std::size_t at_leas
     const ReleaseCandidate& c = *--top;
     std::size_t first = c.first;
     if (partial) {
-      // Release the block's top pages only, as many as still needed, down to
-      // the head of the chunk that holds the lowest of them.
-      const std::size_t pages = page_ceil(at_least - released);
-      if (c.end - c.first > pages) {
-        first = c.end - pages;
-        while (first > c.first && c.seg->mapped[first] && !c.seg->head[first]) --first;
+      // Release the block's top mapped pages only, as many as still needed,
+      // down to the head of the chunk that holds the lowest of them. Counted
+      // as mapped pages, not as a span from the top: a free block may have
+      // holes (its top pages unmapped by an earlier release), and a span
+      // over them released nothing while the pages below stayed mapped.
+      std::size_t pages = page_ceil(at_least - released);
+      const std::uint8_t* mapped = c.seg->mapped.data();
+      first = c.end;
+      while (first > c.first && pages > 0) {
+        if (!mapped[first - 1]) {  // skip a hole in one step: the last mapped page below it
+          const void* p = memrchr(mapped + c.first, 1, first - c.first);
+          if (p == nullptr) { first = c.first; break; }
+          first = static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - mapped) + 1;
+        }
+        --first;
+        --pages;
       }
+      while (first > c.first && mapped[first] && !c.seg->head[first]) --first;
     }
     released += unmap_range(a, c.seg, first, c.end);
   }

@@ -337,5 +337,33 @@ TEST_F(NewPeakTest, ThreadCachesAreOffByDefaultOnlyOverCostlyMappings) {
   }
 }
 
+// A release at the mark takes the highest mapped pages of a free block, as
+// many as needed, skipping pages an earlier release already unmapped. A
+// free 64 MiB block lies below a live one; each new page of the small pool
+// takes one of its pages, so reserved memory never passes the 128 MiB the
+// program held at first. (The pages were once counted as a span down from
+// the block's top: the second release covered only the hole the first had
+// left, unmapped nothing, and the peak grew by a page per small page.)
+TEST_F(NewPeakTest, RepeatedReleasesSkipTheHolesEarlierOnesLeft) {
+  sim_ = std::make_shared<SimulatedDevice>(1 * GiB);
+  AllocatorOptions o;
+  o.expandable_segments = AllocatorOptions::Expandable::kOn;
+  o.thread_cache = false;
+  auto a = std::make_unique<CachingAllocator>(sim_, o);
+  void* low = a->allocate(64 * MiB);
+  void* high = a->allocate(64 * MiB);
+  ASSERT_EQ(reserved(*a), static_cast<std::int64_t>(128 * MiB));
+  a->deallocate(low);  // 64 MiB free and mapped, under a live block
+  std::vector<void*> small;
+  for (int i = 0; i < 16; ++i) {  // four pages of the small pool, one at a time
+    small.push_back(a->allocate(512 * KiB));
+    EXPECT_EQ(peak_reserved(*a), static_cast<std::int64_t>(128 * MiB)) << "after small block " << i;
+  }
+  EXPECT_EQ(reserved(*a), static_cast<std::int64_t>(128 * MiB));
+  a->check_invariants();
+  for (void* p : small) a->deallocate(p);
+  a->deallocate(high);
+}
+
 }  // namespace
 }  // namespace genesis::memory
