@@ -229,8 +229,8 @@ fi
 
 # ---------------------------------------------------------------- replay ---
 # The same events through PyTorch (native, then expandable segments) and
-# cudaMallocAsync: torch_replays TRACE LOG appends their REPLAY lines to LOG;
-# nonzero if one failed. Without the bench (no libtorch) it says so and
+# cudaMallocAsync: torch_replays TRACE LOG [REPEAT] appends their REPLAY lines
+# to LOG (REPEAT passes each, the median time); nonzero if one failed. Without the bench (no libtorch) it says so and
 # succeeds: Genesis's own figures still stand.
 torch_replays() {
   local rc=0 conf
@@ -239,9 +239,10 @@ torch_replays() {
     return 0
   fi
   for conf in "" "expandable_segments:True"; do
-    PYTORCH_CUDA_ALLOC_CONF="$conf" "$BUILD/torch_replay_bench" "$1" --allocator pytorch 2>&1 | tee -a "$2" || rc=1
+    PYTORCH_CUDA_ALLOC_CONF="$conf" "$BUILD/torch_replay_bench" "$1" --allocator pytorch --repeat "${3:-1}" 2>&1 |
+      tee -a "$2" || rc=1
   done
-  "$BUILD/torch_replay_bench" "$1" --allocator cudaMallocAsync 2>&1 | tee -a "$2" || rc=1
+  "$BUILD/torch_replay_bench" "$1" --allocator cudaMallocAsync --repeat "${3:-1}" 2>&1 | tee -a "$2" || rc=1
   return $rc
 }
 
@@ -270,7 +271,10 @@ fi
 # The recorded corpus (data/traces/corpus) on the GPU: every Genesis
 # configuration through genesis-mem, and the same events through PyTorch
 # (native, expandable segments) and cudaMallocAsync, trace by trace, in one
-# run. Output: corpus.log.
+# run. Each configuration replays every trace GENESIS_CORPUS_REPEAT times
+# (default 5), each pass from an empty cache, and the median time per event
+# is compared: a single pass is mostly a few cudaMalloc and cudaFree calls,
+# whose time varies several-fold between passes. Output: corpus.log.
 log "corpus: ${GENESIS_CORPUS_DIR:-data/traces/corpus}"
 CORPUS="${GENESIS_CORPUS_DIR:-$ROOT/data/traces/corpus}"
 if ! want corpus; then
@@ -278,10 +282,12 @@ if ! want corpus; then
 elif [[ -x "$BUILD/genesis-mem" && -d $CORPUS ]]; then
   : >"$OUT/corpus.log"
   ok=1
-  "$BUILD/genesis-mem" replay --corpus "$CORPUS" --device cuda --compare --no-progress 2>&1 | tee -a "$OUT/corpus.log" || ok=0
+  repeat="${GENESIS_CORPUS_REPEAT:-5}"
+  "$BUILD/genesis-mem" replay --corpus "$CORPUS" --device cuda --compare --repeat "$repeat" --no-progress 2>&1 |
+    tee -a "$OUT/corpus.log" || ok=0
   for t in "$CORPUS"/*.trace.csv.gz; do
     echo "TRACE $(basename "$t" .trace.csv.gz)" | tee -a "$OUT/corpus.log"
-    torch_replays "$t" "$OUT/corpus.log" || ok=0
+    torch_replays "$t" "$OUT/corpus.log" "$repeat" || ok=0
     [[ -x "$BUILD/torch_replay_bench" ]] || break  # said once is enough
   done
   if [[ $ok -eq 1 ]]; then record corpus PASS; else record corpus FAIL "see corpus.log"; fi
