@@ -4,6 +4,7 @@ sizes, for tests).
 
     python bench/torch/record_traces.py record --out DIR [--workloads a,b] [--settings native,...]
     python bench/torch/record_traces.py convert --out DIR     (after record --no-convert)
+    python bench/torch/record_traces.py peaks --out DIR --settings genesis [--workloads a,b] [--scale S]
     python bench/torch/record_traces.py list
     python bench/torch/record_traces.py run-one --workload NAME --out DIR [--setting S] [--record]
 
@@ -26,7 +27,14 @@ backend:cudaMallocAsync, in their own processes, without recording: only
 their peak reserved and allocated bytes go into the sidecar, so that each
 trace has PyTorch's best setting to be compared with. They repeat exactly
 the iterations of the recorded run; they measure no time, so --parallel N
-runs N of them at once.
+runs N of them at once. The setting `genesis` runs the workload with
+Genesis as PyTorch's allocator (genesis.torch.use_genesis_allocator, its
+defaults) and stores its peaks apart, under the sidecar's "genesis_torch"
+(never among PyTorch's settings, whose best is what Genesis is judged
+against). `peaks` adds such runs to a corpus recorded before: for each
+sidecar of --out it repeats the recorded run's iterations under each
+--settings setting (--scale must be the recording's: some workloads size
+their epochs by it).
 
 Workloads (models built from configs: nothing is downloaded):
   llm_train      GPT-2 124M (transformers GPT2Config), bf16 autocast, AdamW;
@@ -92,7 +100,12 @@ SETTINGS = {
     "native": None,
     "expandable_segments": "expandable_segments:True",
     "cudaMallocAsync": "backend:cudaMallocAsync",
+    "genesis": None,  # Genesis as PyTorch's allocator (use_genesis_allocator)
 }
+# Settings whose peaks are PyTorch's own (the sidecar's "pytorch"); the
+# others are stored under their own keys (SIDECAR_KEY).
+PYTORCH_SETTINGS = ("native", "expandable_segments", "cudaMallocAsync")
+SIDECAR_KEY = {"genesis": "genesis_torch"}
 # History entries kept by PyTorch's ring: more than any workload here makes at
 # scale 1, and few enough that genesis-mem's bounded pickle reader takes
 # the snapshot (about ten pickle objects per entry, at most 16 Mi objects).
@@ -160,17 +173,25 @@ def run_one(workload, setting, out_dir, record, scale, seed, max_entries, stacks
     import torch
 
     res = {"workload_name": workload, "setting": setting, "torch": torch.__version__}
+    gt = None
     if device == "cuda":
         if not torch.cuda.is_available():
             raise SystemExit("record_traces.py: needs a CUDA GPU (or --device cpu for a tiny dry run)")
+        if setting == "genesis":
+            if record:
+                raise SystemExit("record_traces.py: the recorded run is PyTorch's native allocator, not genesis")
+            import genesis.torch as gt  # before CUDA initialises: the allocator is chosen once
+
+            gt.use_genesis_allocator()
         torch.cuda.init()
         res["device"] = torch.cuda.get_device_name()
         torch.backends.cudnn.benchmark = False  # the same kernels, so the same workspaces, in every run
         # Nothing may be allocated yet: the trace starts from an empty allocator.
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-        if torch.cuda.memory_allocated() != 0:
-            raise RuntimeError("memory allocated before the workload started")
+        if gt is None:
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+            if torch.cuda.memory_allocated() != 0:
+                raise RuntimeError("memory allocated before the workload started")
         if record:
             torch.cuda.memory._record_memory_history(enabled="all", context="alloc" if stacks else None,
                                                      stacks="python", max_entries=max_entries, clear_history=True)
@@ -184,7 +205,12 @@ def run_one(workload, setting, out_dir, record, scale, seed, max_entries, stacks
         torch.cuda.synchronize()
     res["seconds"] = round(time.perf_counter() - t0, 2)
     res.update(info)
-    if device == "cuda":
+    if device == "cuda" and gt is not None:
+        st = gt.memory_stats()  # PyTorch's own statistics do not see a pluggable allocator
+        res["peak_reserved_bytes"] = st["reserved_bytes.all.peak"]
+        res["peak_allocated_bytes"] = st["allocated_bytes.all.peak"]
+        res["peak_requested_bytes"] = st.get("requested_bytes.all.peak")
+    elif device == "cuda":
         res["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
         res["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
         if record:
@@ -279,17 +305,100 @@ def record_all(args):
 
     with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
         for (n, s), r in pool.map(peak_run, others):
-            fig = ({"peak_reserved_bytes": r["peak_reserved_bytes"], "peak_allocated_bytes": r["peak_allocated_bytes"],
-                    "seconds": r.get("seconds")} if r["ok"] else {"error": r["error"][-300:]})
-            sidecars[n]["pytorch"][s] = fig
+            store_peaks(sidecars[n], s, r)
             write_json(os.path.join(out, n + ".json"), sidecars[n])
-            print(json.dumps({"workload": n, "setting": s, **fig}), flush=True)
+            print(json.dumps({"workload": n, "setting": s, **peak_figures(r)}), flush=True)
     for n, side in sidecars.items():
-        figs = {s: f["peak_reserved_bytes"] for s, f in side["pytorch"].items() if "peak_reserved_bytes" in f}
+        figs = {s: f["peak_reserved_bytes"] for s, f in side["pytorch"].items()
+                if s in PYTORCH_SETTINGS and "peak_reserved_bytes" in f}
         best = min(figs, key=figs.get) if figs else None
         print(json.dumps({"trace": n, "steps": side["steps"], "peak_live": side.get("peak_live_bytes"),
                           "pytorch_reserved": figs, "best": best}), flush=True)
     return 1 if failed else 0
+
+
+def peak_figures(r):
+    """What a peak-only run adds to a sidecar (or its error)."""
+    if not r["ok"]:
+        return {"error": r["error"][-300:]}
+    fig = {"peak_reserved_bytes": r["peak_reserved_bytes"], "peak_allocated_bytes": r["peak_allocated_bytes"],
+           "seconds": r.get("seconds")}
+    if r.get("peak_requested_bytes") is not None:
+        fig["peak_requested_bytes"] = r["peak_requested_bytes"]
+    return fig
+
+
+def store_peaks(side, setting, r):
+    """A run's peaks into the sidecar: PyTorch's settings under "pytorch",
+    Genesis's under its own key (SIDECAR_KEY)."""
+    fig = peak_figures(r)
+    key = SIDECAR_KEY.get(setting)
+    if key is None:
+        side.setdefault("pytorch", {})[setting] = fig
+    else:
+        if "peak_reserved_bytes" in fig and side.get("peak_live_bytes"):
+            fig["reserved_per_live"] = round(fig["peak_reserved_bytes"] / side["peak_live_bytes"], 4)
+        side[key] = fig
+
+
+def peaks_all(args):
+    """Peak-only runs of --settings for the sidecars of --out (a corpus
+    recorded before), each repeating its recorded run's iterations."""
+    out = os.path.abspath(args.out)
+    if not os.path.isdir(out):
+        raise SystemExit(f"record_traces.py: peaks: {out} is not a folder of recorded traces")
+    settings = args.settings.split(",")
+    for s in settings:
+        if s not in SETTINGS or s == "native":
+            raise SystemExit(f"record_traces.py: peaks: setting '{s}' (expected some of "
+                             f"{', '.join(x for x in SETTINGS if x != 'native')}; native is the recorded run)")
+    names = args.workloads.split(",") if args.workloads else sorted(
+        f[:-len(".json")] for f in os.listdir(out)
+        if f.endswith(".json") and f[:-len(".json")] in WORKLOADS)
+    if not args.workloads:  # sidecars written before the count was kept cannot be repeated exactly
+        for n in [n for n in names if not isinstance(read_sidecar(out, n).get("iterations"), int)]:
+            print(json.dumps({"workload": n, "skipped": "its sidecar has no recorded iteration count"}), flush=True)
+            names.remove(n)
+    sidecars = {}
+    for n in names:
+        if n not in WORKLOADS:
+            raise SystemExit(f"record_traces.py: unknown workload '{n}' (expected one of {', '.join(WORKLOADS)})")
+        path = os.path.join(out, n + ".json")
+        if not os.path.exists(path):
+            raise SystemExit(f"record_traces.py: peaks: no sidecar {path} (record the workload first)")
+        with open(path) as f:
+            side = json.load(f)
+        if not isinstance(side.get("iterations"), int) or side["iterations"] < 1:
+            raise SystemExit(f"record_traces.py: peaks: {path} has no recorded iteration count")
+        sidecars[n] = side
+    common = ["--out", out, "--scale", str(args.scale), "--seed", str(args.seed), "--max-entries",
+              str(args.max_entries), "--max-seconds", str(args.max_seconds)]
+    runs = [(n, s) for n in sidecars for s in settings]
+
+    def peak_run(ns):
+        n, s = ns
+        return ns, child(["--workload", n, "--fixed", str(sidecars[n]["iterations"]), *common], s)
+
+    failed = 0
+    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+        for (n, s), r in pool.map(peak_run, runs):
+            failed += 0 if r["ok"] else 1
+            store_peaks(sidecars[n], s, r)
+            write_json(os.path.join(out, n + ".json"), sidecars[n])
+            line = {"workload": n, "setting": s, **peak_figures(r)}
+            key = SIDECAR_KEY.get(s)
+            if key and "reserved_per_live" in sidecars[n].get(key, {}):
+                line["reserved_per_live"] = sidecars[n][key]["reserved_per_live"]
+            print(json.dumps(line), flush=True)
+    return 1 if failed else 0
+
+
+def read_sidecar(out, name):
+    path = os.path.join(out, name + ".json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
 
 
 def convert_all(args):
@@ -356,6 +465,11 @@ def main():
     r.add_argument("--parallel", type=int, default=2, help="peak-only runs at once")
     r.add_argument("--genesis-mem", help="genesis-mem executable (default: build/, build-dev/, PATH)")
     r.add_argument("--no-convert", action="store_true", help="leave NAME.pickle unconverted (see convert)")
+    pk = sub.add_parser("peaks", help="peak-only runs of --settings for the sidecars of --out (a recorded corpus)")
+    common(pk)
+    pk.add_argument("--workloads", help="comma list (default: every sidecar of --out)")
+    pk.add_argument("--settings", default="genesis", help="comma list of expandable_segments, cudaMallocAsync, genesis")
+    pk.add_argument("--parallel", type=int, default=2, help="runs at once")
     c = sub.add_parser("convert", help="convert the NAME.pickle files of --out (after record --no-convert)")
     c.add_argument("--out", required=True)
     c.add_argument("--genesis-mem")
@@ -376,6 +490,8 @@ def main():
         return convert_all(args)
     if args.max_seconds is None:
         args.max_seconds = DEFAULT_MAX_SECONDS * args.scale
+    if args.cmd == "peaks":
+        return peaks_all(args)
     if args.cmd == "run-one":
         os.makedirs(args.out, exist_ok=True)
         res = run_one(args.workload, args.setting, args.out, args.record, args.scale, args.seed, args.max_entries,

@@ -140,3 +140,35 @@ def test_every_workload_runs_tiny_on_cpu(rt, name, tmp_path):
         pytest.skip(f"{needs[name]} is not installed")
     res = rt.run_one(name, "native", str(tmp_path), False, 1.0, 0, 1000, False, device="cpu")
     assert res["steps"] >= 1 and res["model"] and res["workload"]
+
+
+def test_peaks_of_genesis_are_kept_apart_from_pytorchs(rt):
+    """A run with Genesis as PyTorch's allocator goes under the sidecar's
+    genesis_torch, never among PyTorch's settings (whose best is what Genesis
+    is judged against); a failed run keeps its error."""
+    side = {"peak_live_bytes": 1000, "pytorch": {"native": {"peak_reserved_bytes": 1500}}}
+    rt.store_peaks(side, "genesis", {"ok": True, "peak_reserved_bytes": 1012, "peak_allocated_bytes": 1004,
+                                     "peak_requested_bytes": 1000, "seconds": 1.5})
+    assert set(side["pytorch"]) == {"native"}
+    assert side["genesis_torch"] == {"peak_reserved_bytes": 1012, "peak_allocated_bytes": 1004, "seconds": 1.5,
+                                     "peak_requested_bytes": 1000, "reserved_per_live": 1.012}
+    rt.store_peaks(side, "expandable_segments", {"ok": False, "error": "CUDA out of memory"})
+    assert side["pytorch"]["expandable_segments"] == {"error": "CUDA out of memory"}
+
+
+def test_peaks_refuses_what_it_cannot_repeat(rt, tmp_path, monkeypatch, capsys):
+    args = lambda **kw: type("A", (), {"out": str(tmp_path), "settings": "genesis", "workloads": None, "scale": 1.0,
+                                       "seed": 0, "max_entries": 10, "max_seconds": 1.0, "parallel": 1, **kw})()
+    with pytest.raises(SystemExit, match="is not a folder"):
+        rt.peaks_all(args(out=str(tmp_path / "missing")))
+    with pytest.raises(SystemExit, match="native is the recorded run"):
+        rt.peaks_all(args(settings="native"))
+    with pytest.raises(SystemExit, match="no sidecar"):
+        rt.peaks_all(args(workloads="llm_train"))
+    (tmp_path / "llm_train.json").write_text(json.dumps({"name": "llm_train", "steps": 5}))
+    with pytest.raises(SystemExit, match="no recorded iteration count"):
+        rt.peaks_all(args(workloads="llm_train"))
+    # Without --workloads such a sidecar is skipped, and nothing runs.
+    monkeypatch.setattr(rt, "child", lambda *a: pytest.fail("nothing should run"))
+    assert rt.peaks_all(args()) == 0
+    assert "no recorded iteration count" in capsys.readouterr().out
