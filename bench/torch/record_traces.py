@@ -34,7 +34,7 @@ defaults) and stores its peaks apart, under the sidecar's "genesis_torch"
 against). `peaks` adds such runs to a corpus recorded before: for each
 sidecar of --out it repeats the recorded run's iterations under each
 --settings setting (--scale must be the recording's: some workloads size
-their epochs by it).
+their epochs by it; a sidecar that names its scale is repeated at that).
 
 Workloads (models built from configs: nothing is downloaded):
   llm_train      GPT-2 124M (transformers GPT2Config), bf16 autocast, AdamW;
@@ -287,6 +287,7 @@ def record_all(args):
                 failed += 1
                 info["conversion_error"] = str(e)
         side = sidecar(n, info, peaks, r["history"], converted, command)
+        side["scale"] = args.scale  # what a later run must repeat it at (`peaks`)
         sidecars[n] = side
         write_json(os.path.join(out, n + ".json"), side)
         line.update(steps=side["steps"], peak_live=side.get("peak_live_bytes"), peak_reserved=r["peak_reserved_bytes"],
@@ -371,12 +372,15 @@ def peaks_all(args):
         if not isinstance(side.get("iterations"), int) or side["iterations"] < 1:
             raise SystemExit(f"record_traces.py: peaks: {path} has no recorded iteration count")
         sidecars[n] = side
-    common = ["--out", out, "--scale", str(args.scale), "--seed", str(args.seed), "--max-entries",
-              str(args.max_entries), "--max-seconds", str(args.max_seconds)]
     runs = [(n, s) for n in sidecars for s in settings]
 
     def peak_run(ns):
         n, s = ns
+        # The recording's scale where its sidecar says it (some workloads
+        # size their epochs by it), else --scale.
+        scale = sidecars[n].get("scale", args.scale)
+        common = ["--out", out, "--scale", str(scale), "--seed", str(args.seed), "--max-entries",
+                  str(args.max_entries), "--max-seconds", str(args.max_seconds)]
         return ns, child(["--workload", n, "--fixed", str(sidecars[n]["iterations"]), *common], s)
 
     failed = 0
