@@ -87,7 +87,8 @@ def corpus(tmp_path):
         "pytorch": {"native": {"peak_reserved_bytes": 3 * peak_live(rows["alpha"]) // 2, "peak_allocated_bytes": 1},
                     "expandable_segments": {"peak_reserved_bytes": 5 * peak_live(rows["alpha"]) // 4,
                                             "peak_allocated_bytes": 1},
-                    "cudaMallocAsync": {"error": "the run failed"}}}))
+                    "cudaMallocAsync": {"error": "the run failed"}},
+        "genesis_torch": {"peak_reserved_bytes": 101 * peak_live(rows["alpha"]) // 100, "peak_allocated_bytes": 1}}))
     (d / "notes.md").write_text("not a trace")
     return d, rows
 
@@ -124,6 +125,10 @@ def test_every_trace_through_every_configuration_with_geometric_means(corpus):
     assert alpha["pytorch_best"] == "expandable_segments"
     assert out["traces"][1]["pytorch"] == {} and out["traces"][1]["pytorch_best"] is None
     assert out["geometric_mean"]["reserved_per_live"]["pytorch best"] == pytest.approx(1.25, rel=1e-6)
+    # A live run under Genesis: its own figure, never one of PyTorch's settings.
+    assert alpha["genesis_torch"]["reserved_per_live"] == pytest.approx(1.01, rel=1e-6)
+    assert out["traces"][1]["genesis_torch"] is None
+    assert out["geometric_mean"]["reserved_per_live"]["genesis under pytorch"] == pytest.approx(1.01, rel=1e-6)
     assert out["errors"] == []
 
 

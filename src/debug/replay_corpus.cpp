@@ -85,7 +85,30 @@ Corpus list_corpus(const std::string& dir) {
   return corpus;
 }
 
-std::vector<TorchPeak> parse_trace_sidecar(std::string_view text, std::string_view origin) {
+namespace {
+
+// One live run's peaks ("pytorch.SETTING" or "genesis_torch", named `where`
+// in errors); nullopt for a run that failed ("error").
+template <class Json>
+std::optional<TorchPeak> parse_peak(const Json& figures, const std::string& setting, const std::string& where,
+                                    std::string_view origin) {
+  GENESIS_CHECK(figures.is_object(), origin, ": ", where, " must be an object, not ", figures.type_name());
+  if (figures.contains("error")) return std::nullopt;  // that run failed: no figures
+  TorchPeak p;
+  p.setting = setting;
+  for (const char* key : {"peak_reserved_bytes", "peak_allocated_bytes"}) {
+    const auto v = figures.find(key);
+    GENESIS_CHECK(v != figures.end() && v->is_number_unsigned(),  // nlohmann: an integer >= 0
+                  origin, ": ", where, ".", key, " must be an integer >= 0 (or the run must say \"error\")");
+    (std::string_view(key) == "peak_reserved_bytes" ? p.peak_reserved_bytes : p.peak_allocated_bytes) =
+        v->template get<std::uint64_t>();
+  }
+  return p;
+}
+
+}  // namespace
+
+TraceSidecar parse_trace_sidecar(std::string_view text, std::string_view origin) {
   // ordered: the settings keep the file's order (the report's column order).
   nlohmann::ordered_json doc;
   try {
@@ -94,29 +117,20 @@ std::vector<TorchPeak> parse_trace_sidecar(std::string_view text, std::string_vi
     GENESIS_THROW(InvalidArgumentError, origin, ": not valid JSON (", e.what(), ")");
   }
   GENESIS_CHECK(doc.is_object(), origin, ": a trace sidecar is a JSON object, not ", doc.type_name());
-  std::vector<TorchPeak> out;
+  TraceSidecar out;
   const auto pt = doc.find("pytorch");
-  if (pt == doc.end() || pt->is_null()) return out;
-  GENESIS_CHECK(pt->is_object(), origin, ": \"pytorch\" must be an object of settings, not ", pt->type_name());
-  for (const auto& [setting, figures] : pt->items()) {
-    GENESIS_CHECK(figures.is_object(), origin, ": pytorch.", setting, " must be an object, not ", figures.type_name());
-    if (figures.contains("error")) continue;  // that run failed: no figures
-    TorchPeak p;
-    p.setting = setting;
-    for (const char* key : {"peak_reserved_bytes", "peak_allocated_bytes"}) {
-      const auto v = figures.find(key);
-      GENESIS_CHECK(v != figures.end() && v->is_number_unsigned(),  // nlohmann: an integer >= 0
-                    origin, ": pytorch.", setting, ".", key, " must be an integer >= 0 (or the setting must say ",
-                    "\"error\")");
-      (std::string_view(key) == "peak_reserved_bytes" ? p.peak_reserved_bytes : p.peak_allocated_bytes) =
-          v->get<std::uint64_t>();
+  if (pt != doc.end() && !pt->is_null()) {
+    GENESIS_CHECK(pt->is_object(), origin, ": \"pytorch\" must be an object of settings, not ", pt->type_name());
+    for (const auto& [setting, figures] : pt->items()) {
+      if (auto p = parse_peak(figures, setting, "pytorch." + setting, origin)) out.pytorch.push_back(std::move(*p));
     }
-    out.push_back(std::move(p));
   }
+  const auto g = doc.find("genesis_torch");
+  if (g != doc.end() && !g->is_null()) out.genesis_torch = parse_peak(*g, "genesis", "genesis_torch", origin);
   return out;
 }
 
-std::vector<TorchPeak> load_trace_sidecar(const std::string& path) {
+TraceSidecar load_trace_sidecar(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   GENESIS_CHECK(in.good(), "cannot read trace sidecar '", path, "'");
   std::ostringstream text;
@@ -163,11 +177,15 @@ std::string format_corpus_report(const std::vector<std::string>& configs, const 
     // Table 1: peak reserved / peak live.
     std::vector<std::vector<std::string>> t;
     std::vector<std::string> head{"trace", "events", "peak live"};
+    const bool live_genesis =
+        std::any_of(rows.begin(), rows.end(), [](const CorpusRow& r) { return r.genesis_torch.has_value(); });
     for (const std::string& c : configs) head.push_back(c);
+    if (live_genesis) head.push_back("Genesis under PyTorch");
     for (const std::string& s : settings) head.push_back("PyTorch " + s);
     if (!settings.empty()) head.push_back("PyTorch best");
     t.push_back(head);
-    std::vector<std::vector<double>> cols(configs.size() + settings.size() + (settings.empty() ? 0 : 1));
+    std::vector<std::vector<double>> cols(configs.size() + (live_genesis ? 1 : 0) + settings.size() +
+                                          (settings.empty() ? 0 : 1));
     for (const CorpusRow& row : rows) {
       std::vector<std::string> cells{row.trace.name, format_thousands(row.events), format_thousands(row.peak_live_bytes)};
       std::size_t col = 0;
@@ -175,6 +193,11 @@ std::string format_corpus_report(const std::vector<std::string>& configs, const 
         const double v = c < row.results.size() ? row.results[c].reserved_per_live : 0.0;
         cells.push_back(v > 0 ? detail::format_fixed(v, 3) : "-");
         cols[col].push_back(v);
+      }
+      if (live_genesis) {
+        const double v = row.genesis_torch ? ratio(row.genesis_torch->peak_reserved_bytes, row.peak_live_bytes) : 0.0;
+        cells.push_back(v > 0 ? detail::format_fixed(v, 3) : "-");
+        cols[col++].push_back(v);
       }
       for (const std::string& s : settings) {
         const TorchPeak* p = find_setting(row.pytorch, s);
@@ -197,10 +220,14 @@ std::string format_corpus_report(const std::vector<std::string>& configs, const 
     }
     t.push_back(std::move(mean));
     out += "peak reserved / peak live (lower is better)";
+    if (live_genesis) {
+      out += "; Genesis under PyTorch: a live run of the workload with Genesis as PyTorch's allocator (sidecars)";
+    }
     if (!settings.empty()) {
       out += "; PyTorch: its own peak reserved in the recording runs (sidecars), over the trace's peak live";
     }
-    out += "\n" + detail::render_table(t);
+    out += '\n';  // appended apart: GCC 12 warns falsely (-Wrestrict) on "\n" + a temporary string
+    out += detail::render_table(t);
 
     // Table 2: ns per event.
     std::vector<std::vector<std::string>> n;
@@ -223,7 +250,8 @@ std::string format_corpus_report(const std::vector<std::string>& configs, const 
       nmean.push_back(g > 0 ? detail::format_fixed(g, 1) : "-");
     }
     n.push_back(std::move(nmean));
-    out += "\nns per event (the replay loop alone)\n" + detail::render_table(n);
+    out += "\nns per event (the replay loop alone)\n";
+    out += detail::render_table(n);
     // OOMs change what a row means: say so rather than let a ratio mislead.
     for (const CorpusRow& row : rows) {
       for (std::size_t c = 0; c < row.results.size() && c < configs.size(); ++c) {

@@ -63,14 +63,15 @@ TEST_F(ReplayCorpus, MissingEmptyOrNotAFolderIsAClearError) {
 }
 
 TEST(ReplayCorpusSidecar, ReadsPyTorchFiguresAndSkipsFailedRuns) {
-  const std::vector<TorchPeak> p = parse_trace_sidecar(R"({
+  const TraceSidecar sc = parse_trace_sidecar(R"({
     "model": "gpt2", "steps": 4,
     "pytorch": {
       "native": {"peak_reserved_bytes": 1200, "peak_allocated_bytes": 1000},
       "expandable_segments": {"peak_reserved_bytes": 1100, "peak_allocated_bytes": 1000},
       "cudaMallocAsync": {"error": "out of memory"}
     }})",
-                                                       "s.json");
+                                              "s.json");
+  const std::vector<TorchPeak>& p = sc.pytorch;
   ASSERT_EQ(p.size(), 2u);
   EXPECT_EQ(p[0].setting, "native");
   EXPECT_EQ(p[0].peak_reserved_bytes, 1200u);
@@ -79,7 +80,31 @@ TEST(ReplayCorpusSidecar, ReadsPyTorchFiguresAndSkipsFailedRuns) {
   ASSERT_NE(best_torch_peak(p), nullptr);
   EXPECT_EQ(best_torch_peak(p)->setting, "expandable_segments");
   EXPECT_EQ(best_torch_peak({}), nullptr);
-  EXPECT_TRUE(parse_trace_sidecar(R"({"model": "x"})", "s.json").empty());
+  EXPECT_FALSE(sc.genesis_torch.has_value());
+  const TraceSidecar none = parse_trace_sidecar(R"({"model": "x"})", "s.json");
+  EXPECT_TRUE(none.pytorch.empty());
+  EXPECT_FALSE(none.genesis_torch.has_value());
+}
+
+// A live run under Genesis is read apart from PyTorch's settings: it never
+// becomes PyTorch's best, however little it reserved.
+TEST(ReplayCorpusSidecar, GenesisUnderPyTorchIsKeptApart) {
+  const TraceSidecar sc = parse_trace_sidecar(R"({
+    "pytorch": {"native": {"peak_reserved_bytes": 1200, "peak_allocated_bytes": 1000}},
+    "genesis_torch": {"peak_reserved_bytes": 1010, "peak_allocated_bytes": 1001, "seconds": 3.5}})",
+                                              "s.json");
+  ASSERT_EQ(sc.pytorch.size(), 1u);
+  EXPECT_EQ(best_torch_peak(sc.pytorch)->setting, "native");
+  ASSERT_TRUE(sc.genesis_torch.has_value());
+  EXPECT_EQ(sc.genesis_torch->setting, "genesis");
+  EXPECT_EQ(sc.genesis_torch->peak_reserved_bytes, 1010u);
+  EXPECT_EQ(sc.genesis_torch->peak_allocated_bytes, 1001u);
+  EXPECT_FALSE(parse_trace_sidecar(R"({"genesis_torch": {"error": "no GPU"}})", "s.json").genesis_torch.has_value());
+  const std::string e = error_of([] { parse_trace_sidecar(R"({"genesis_torch": {"peak_reserved_bytes": 5}})", "s.json"); });
+  EXPECT_NE(e.find("s.json: genesis_torch.peak_allocated_bytes must be an integer >= 0"), std::string::npos) << e;
+  EXPECT_NE(error_of([] { parse_trace_sidecar(R"({"genesis_torch": [1]})", "s.json"); })
+                .find("genesis_torch must be an object"),
+            std::string::npos);
 }
 
 TEST(ReplayCorpusSidecar, MalformedSidecarsNameTheFileAndTheRule) {
@@ -122,6 +147,7 @@ TEST(ReplayCorpusReport, GeometricMeansAndPyTorchColumns) {
   b.peak_live_bytes = 2000;
   b.results = {result("g1", 4.0, 1000.0), result("g2", 2.0, 10.0)};
   const std::string text = format_corpus_report({"g1", "g2"}, {a, b}, {"dup.pickle"}, {{"bad.trace.csv", "line 3"}});
+  EXPECT_EQ(text.find("Genesis under PyTorch"), std::string::npos) << "no sidecar has a live Genesis run";
   // Columns: configurations, then PyTorch's settings (in order of appearance) and the best.
   EXPECT_NE(text.find("PyTorch native"), std::string::npos) << text;
   EXPECT_NE(text.find("PyTorch cudaMallocAsync"), std::string::npos) << text;
@@ -140,6 +166,40 @@ TEST(ReplayCorpusReport, GeometricMeansAndPyTorchColumns) {
   EXPECT_NE(ns_line.find("20.0"), std::string::npos) << ns_line;
   EXPECT_NE(text.find("dup.pickle"), std::string::npos);
   EXPECT_NE(text.find("bad.trace.csv: line 3"), std::string::npos);
+}
+
+// The live run under Genesis is a column of its own, between the replayed
+// configurations and PyTorch's settings, with its own geometric mean; a
+// trace without one shows "-" there.
+TEST(ReplayCorpusReport, GenesisUnderPyTorchColumn) {
+  ReplayResult r;
+  r.config = "g1";
+  r.reserved_per_live = 1.01;
+  r.ns_per_event = 10.0;
+  CorpusRow a;
+  a.trace.name = "alpha";
+  a.peak_live_bytes = 1000;
+  a.results = {r};
+  a.pytorch = {{"native", 1500, 1000}};
+  a.genesis_torch = TorchPeak{"genesis", 1016, 1001};
+  CorpusRow b = a;
+  b.trace.name = "beta";
+  b.genesis_torch.reset();
+  const std::string text = format_corpus_report({"g1"}, {a, b}, {}, {});
+  const std::size_t head = text.find("Genesis under PyTorch");
+  ASSERT_NE(head, std::string::npos) << text;
+  EXPECT_LT(head, text.find("PyTorch native")) << text;
+  EXPECT_NE(text.find("a live run of the workload with Genesis as PyTorch's allocator"), std::string::npos) << text;
+  const std::size_t alpha = text.find("alpha");
+  const std::string alpha_line = text.substr(alpha, text.find('\n', alpha) - alpha);
+  EXPECT_NE(alpha_line.find("1.016"), std::string::npos) << alpha_line;
+  const std::size_t beta = text.find("beta");
+  const std::string beta_line = text.substr(beta, text.find('\n', beta) - beta);
+  EXPECT_EQ(beta_line.find("1.016"), std::string::npos) << beta_line;
+  EXPECT_NE(beta_line.find(" - "), std::string::npos) << beta_line;
+  const std::size_t mean = text.find("geometric mean");
+  const std::string mean_line = text.substr(mean, text.find('\n', mean) - mean);
+  EXPECT_NE(mean_line.find("1.016"), std::string::npos) << mean_line;  // one trace has it
 }
 
 }  // namespace

@@ -60,6 +60,7 @@ json report_json(const CorpusRunArgs& args, const std::vector<std::string>& name
     t["pytorch"] = pt;
     const debug::TorchPeak* best = debug::best_torch_peak(row.pytorch);
     t["pytorch_best"] = best == nullptr ? json(nullptr) : json(best->setting);
+    t["genesis_torch"] = row.genesis_torch ? torch_json(*row.genesis_torch, row.peak_live_bytes) : json(nullptr);
     out["traces"].push_back(std::move(t));
   }
   // Geometric means over the traces, per column (as the text report).
@@ -93,6 +94,13 @@ json report_json(const CorpusRunArgs& args, const std::vector<std::string>& name
       best.push_back(static_cast<double>(b->peak_reserved_bytes) / static_cast<double>(row.peak_live_bytes));
   }
   if (!best.empty()) reserved["pytorch best"] = debug::geometric_mean(best);
+  std::vector<double> live_genesis;
+  for (const debug::CorpusRow& row : rows) {
+    if (row.genesis_torch && row.peak_live_bytes > 0)
+      live_genesis.push_back(static_cast<double>(row.genesis_torch->peak_reserved_bytes) /
+                             static_cast<double>(row.peak_live_bytes));
+  }
+  if (!live_genesis.empty()) reserved["genesis under pytorch"] = debug::geometric_mean(live_genesis);
   out["geometric_mean"] = {{"reserved_per_live", reserved}, {"ns_per_event", ns}};
   out["duplicates"] = corpus.duplicates;
   json errs = json::array();
@@ -129,7 +137,9 @@ int run_replay_corpus(const CorpusRunArgs& args) {
     row.peak_live_bytes = trace.peak_live_bytes;
     if (!t.sidecar.empty()) {
       try {
-        row.pytorch = debug::load_trace_sidecar(t.sidecar);
+        debug::TraceSidecar sidecar = debug::load_trace_sidecar(t.sidecar);
+        row.pytorch = std::move(sidecar.pytorch);
+        row.genesis_torch = sidecar.genesis_torch;
       } catch (const genesis::InvalidArgumentError& e) {
         errors.push_back({t.sidecar, e.message()});
       }

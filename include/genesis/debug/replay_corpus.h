@@ -20,11 +20,15 @@
 //                "expandable_segments": {...},
 //                "cudaMallocAsync": {...}}}
 //
-// Only "pytorch" is read (other keys are notes for people); a setting whose
-// run failed may hold {"error": "..."} instead and is left out. A trace
-// without a sidecar simply has no PyTorch columns. The best PyTorch setting
-// of a trace is the one that reserved the least: what Genesis is compared
-// with.
+// A sidecar may also hold "genesis_torch": {"peak_reserved_bytes": N,
+// "peak_allocated_bytes": N, ...}: Genesis as PyTorch's allocator in a live
+// run of the same workload (`record_traces.py peaks --settings genesis`). It
+// gets a column of its own, "Genesis under PyTorch", and is never one of
+// PyTorch's settings. Only "pytorch" and "genesis_torch" are read (other keys
+// are notes for people); a setting whose run failed may hold {"error":
+// "..."} instead and is left out. A trace without a sidecar simply has no
+// such columns. The best PyTorch setting of a trace is the one that reserved
+// the least: what Genesis is compared with.
 #pragma once
 
 #include <cstdint>
@@ -61,16 +65,22 @@ struct TorchPeak {
   std::uint64_t peak_allocated_bytes = 0;
 };
 
-/// The PyTorch figures of a sidecar, in the order the file gives them.
-/// `origin` names the file in errors. Throws InvalidArgumentError for text
-/// that is not a JSON object, a "pytorch" that is not an object, or a
-/// setting without integer peak_reserved_bytes and peak_allocated_bytes
-/// (>= 0) and without "error".
-std::vector<TorchPeak> parse_trace_sidecar(std::string_view text, std::string_view origin);
+/// What a sidecar says about live runs of its workload.
+struct TraceSidecar {
+  std::vector<TorchPeak> pytorch;       ///< PyTorch's settings, in the order the file gives them
+  std::optional<TorchPeak> genesis_torch;  ///< Genesis as PyTorch's allocator (setting "genesis")
+};
+
+/// The figures of a sidecar. `origin` names the file in errors. Throws
+/// InvalidArgumentError for text that is not a JSON object, a "pytorch" that
+/// is not an object of objects, or a setting (or "genesis_torch") without
+/// integer peak_reserved_bytes and peak_allocated_bytes (>= 0) and without
+/// "error".
+TraceSidecar parse_trace_sidecar(std::string_view text, std::string_view origin);
 
 /// Reads and parses the sidecar at `path`; InvalidArgumentError when it
 /// cannot be read or is malformed.
-std::vector<TorchPeak> load_trace_sidecar(const std::string& path);
+TraceSidecar load_trace_sidecar(const std::string& path);
 
 /// The setting that reserved the least; nullptr when `peaks` is empty.
 const TorchPeak* best_torch_peak(const std::vector<TorchPeak>& peaks) noexcept;
@@ -82,6 +92,7 @@ struct CorpusRow {
   std::uint64_t peak_live_bytes = 0;        ///< of the trace, as recorded
   std::vector<ReplayResult> results;        ///< one per configuration, in column order
   std::vector<TorchPeak> pytorch;           ///< from the sidecar (empty without one)
+  std::optional<TorchPeak> genesis_torch;   ///< from the sidecar, when it has a live run under Genesis
 };
 
 /// A trace or sidecar that could not be used, and why.
@@ -97,8 +108,9 @@ double geometric_mean(const std::vector<double>& values);
 std::vector<std::string> torch_settings(const std::vector<CorpusRow>& rows);
 
 /// The report: a table of peak reserved / peak live (rows: traces; columns:
-/// `configs`, then each PyTorch setting and the best one, PyTorch's peak
-/// reserved divided by the trace's peak live bytes), a table of ns per
+/// `configs`, then "Genesis under PyTorch" when a sidecar has it, then each
+/// PyTorch setting and the best one, the live runs' peak reserved divided by
+/// the trace's peak live bytes), a table of ns per
 /// event, each with a geometric-mean row; then the duplicates and errors.
 std::string format_corpus_report(const std::vector<std::string>& configs, const std::vector<CorpusRow>& rows,
                                  const std::vector<std::string>& duplicates, const std::vector<CorpusError>& errors);
