@@ -463,8 +463,8 @@ def main():
     common(r)
     r.add_argument("--workloads", help="comma list (default: all)")
     r.add_argument("--settings", default="native",
-                   help="comma list of native, expandable_segments, cudaMallocAsync: peaks under each (native "
-                        "is the recorded run)")
+                   help="comma list of native, expandable_segments, cudaMallocAsync, genesis: peaks under each "
+                        "(native is the recorded run; genesis is Genesis as PyTorch's allocator, kept apart)")
     r.add_argument("--all-settings", action="store_true", help="--settings native,expandable_segments,cudaMallocAsync")
     r.add_argument("--parallel", type=int, default=2, help="peak-only runs at once")
     r.add_argument("--genesis-mem", help="genesis-mem executable (default: build/, build-dev/, PATH)")
@@ -503,7 +503,7 @@ def main():
         print(json.dumps(res), flush=True)
         return 0
     if args.all_settings:
-        args.settings = ",".join(SETTINGS)
+        args.settings = ",".join(PYTORCH_SETTINGS)
     return record_all(args)
 
 
