@@ -298,17 +298,8 @@ def record_all(args):
 
     # 2. Peaks under the other settings: nothing is timed, so several at once;
     # each sidecar is rewritten as its runs finish.
-    others = [(n, s) for n in sidecars for s in settings if s != "native"]
-
-    def peak_run(ns):
-        n, s = ns
-        return ns, child(["--workload", n, "--fixed", str(sidecars[n]["iterations"]), *common], s)
-
-    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
-        for (n, s), r in pool.map(peak_run, others):
-            store_peaks(sidecars[n], s, r)
-            write_json(os.path.join(out, n + ".json"), sidecars[n])
-            print(json.dumps({"workload": n, "setting": s, **peak_figures(r)}), flush=True)
+    # A failed run keeps its error in the sidecar; the recording stands.
+    run_peaks(out, sidecars, [(n, s) for n in sidecars for s in settings if s != "native"], args)
     for n, side in sidecars.items():
         figs = {s: f["peak_reserved_bytes"] for s, f in side["pytorch"].items()
                 if s in PYTORCH_SETTINGS and "peak_reserved_bytes" in f}
@@ -372,15 +363,19 @@ def peaks_all(args):
         if not isinstance(side.get("iterations"), int) or side["iterations"] < 1:
             raise SystemExit(f"record_traces.py: peaks: {path} has no recorded iteration count")
         sidecars[n] = side
-    runs = [(n, s) for n in sidecars for s in settings]
+    return 1 if run_peaks(out, sidecars, [(n, s) for n in sidecars for s in settings], args) else 0
+
+
+def run_peaks(out, sidecars, runs, args):
+    """Peak-only runs of (workload, setting) pairs, --parallel at once
+    (nothing is timed), each repeating its sidecar's iterations at its scale
+    (else --scale: some workloads size their epochs by it); each sidecar is
+    rewritten as its runs finish. Returns how many runs failed."""
 
     def peak_run(ns):
         n, s = ns
-        # The recording's scale where its sidecar says it (some workloads
-        # size their epochs by it), else --scale.
-        scale = sidecars[n].get("scale", args.scale)
-        common = ["--out", out, "--scale", str(scale), "--seed", str(args.seed), "--max-entries",
-                  str(args.max_entries), "--max-seconds", str(args.max_seconds)]
+        common = ["--out", out, "--scale", str(sidecars[n].get("scale", args.scale)), "--seed", str(args.seed),
+                  "--max-entries", str(args.max_entries), "--max-seconds", str(args.max_seconds)]
         return ns, child(["--workload", n, "--fixed", str(sidecars[n]["iterations"]), *common], s)
 
     failed = 0
@@ -394,7 +389,7 @@ def peaks_all(args):
             if key and "reserved_per_live" in sidecars[n].get(key, {}):
                 line["reserved_per_live"] = sidecars[n][key]["reserved_per_live"]
             print(json.dumps(line), flush=True)
-    return 1 if failed else 0
+    return failed
 
 
 def read_sidecar(out, name):

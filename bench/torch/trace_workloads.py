@@ -494,20 +494,25 @@ def moe_train(env):
             "steps": env.count}
 
 
+def llama_model(env, layers, width, heads, kv_heads, intermediate):
+    """A Llama-style decoder from its config (tiny on the CPU), in bf16 on CUDA."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    if env.tiny:
+        layers, width, heads, kv_heads, intermediate = 2, 64, 2, 1, 128
+    cfg = LlamaConfig(vocab_size=1000 if env.tiny else 32000, hidden_size=width, intermediate_size=intermediate,
+                      num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
+                      max_position_embeddings=256 if env.tiny else 4096)
+    dtype = env.torch.bfloat16 if env.cuda else env.torch.float32
+    return env.build(lambda: LlamaForCausalLM(cfg)).to(dtype), cfg
+
+
 def llm_generate(env):
     """transformers' own generate(): its dynamic KV cache, logits processors
     and stopping checks, for batches of left-padded prompts."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     torch = env.torch
-    if env.tiny:
-        cfg = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                          num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256)
-    else:
-        cfg = LlamaConfig(vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
-                          num_attention_heads=16, num_key_value_heads=8, max_position_embeddings=4096)
-    dtype = torch.bfloat16 if env.cuda else torch.float32
-    model = env.build(lambda: LlamaForCausalLM(cfg)).to(dtype).eval()
+    model, cfg = llama_model(env, layers=8, width=1024, heads=16, kv_heads=8, intermediate=2816)
+    model.eval()
     # Random weights: no end-of-sequence token, so each batch generates exactly
     # the tokens it asked for, the same in every run.
     model.generation_config.eos_token_id = None
@@ -605,17 +610,9 @@ def lora_finetune(env):
     matrices, activation checkpointing and gradient accumulation over
     micro-batches of different shapes."""
     from peft import LoraConfig, get_peft_model
-    from transformers import LlamaConfig, LlamaForCausalLM
 
     torch = env.torch
-    if env.tiny:
-        cfg = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                          num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256)
-    else:
-        cfg = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=12,
-                          num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=4096)
-    dtype = torch.bfloat16 if env.cuda else torch.float32
-    base = env.build(lambda: LlamaForCausalLM(cfg)).to(dtype)
+    base, cfg = llama_model(env, layers=12, width=2048, heads=16, kv_heads=16, intermediate=5632)
     base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model = get_peft_model(base, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05,
                                             target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))

@@ -27,9 +27,10 @@ using namespace testing_support;  // NOLINT
 
 class NewPeakTest : public ::testing::Test {
  protected:
-  std::unique_ptr<CachingAllocator> make(std::size_t capacity = 1 * GiB) {
+  std::unique_ptr<CachingAllocator> make(std::size_t capacity = 1 * GiB) { return make(AllocatorOptions{}, capacity); }
+  // Expandable segments, with `o`'s other options.
+  std::unique_ptr<CachingAllocator> make(AllocatorOptions o, std::size_t capacity = 1 * GiB) {
     sim_ = std::make_shared<SimulatedDevice>(capacity);
-    AllocatorOptions o;
     o.expandable_segments = AllocatorOptions::Expandable::kOn;
     return std::make_unique<CachingAllocator>(sim_, o);
   }
@@ -68,11 +69,9 @@ TEST_F(NewPeakTest, CachedBlocksGoBackBeforeThePoolMapsPastItsPeak) {
 // thread_cache_flush_at_peak:false keeps the caches: the same program
 // reserves what they hold on top.
 TEST_F(NewPeakTest, WithTheFlushOffTheCachesStayAndThePeakGrows) {
-  sim_ = std::make_shared<SimulatedDevice>(1 * GiB);
   AllocatorOptions o;
-  o.expandable_segments = AllocatorOptions::Expandable::kOn;
   o.thread_cache_flush_at_peak = false;
-  auto a = std::make_unique<CachingAllocator>(sim_, o);
+  auto a = make(o);
   std::vector<void*> small;
   for (int i = 0; i < 32; ++i) small.push_back(a->allocate(256 * KiB));
   for (void* p : small) a->deallocate(p);
@@ -347,11 +346,9 @@ TEST_F(NewPeakTest, ThreadCachesAreOffByDefaultOnlyOverCostlyMappings) {
 // the block's top: the second release covered only the hole the first had
 // left, unmapped nothing, and the peak grew by a page per small page.)
 TEST_F(NewPeakTest, RepeatedReleasesSkipTheHolesEarlierOnesLeft) {
-  sim_ = std::make_shared<SimulatedDevice>(1 * GiB);
   AllocatorOptions o;
-  o.expandable_segments = AllocatorOptions::Expandable::kOn;
   o.thread_cache = false;
-  auto a = std::make_unique<CachingAllocator>(sim_, o);
+  auto a = make(o);
   void* low = a->allocate(64 * MiB);
   void* high = a->allocate(64 * MiB);
   ASSERT_EQ(reserved(*a), static_cast<std::int64_t>(128 * MiB));
@@ -378,11 +375,9 @@ TEST_F(NewPeakTest, RepeatedReleasesSkipTheHolesEarlierOnesLeft) {
 TEST_F(NewPeakTest, APeakGrowsOnlyWhenNoFreePageCouldBeGivenBack) {
   for (const bool thread_cache : {false, true}) {
     for (std::uint32_t seed = 1; seed <= 4; ++seed) {
-      sim_ = std::make_shared<SimulatedDevice>(16 * GiB);
       AllocatorOptions o;
-      o.expandable_segments = AllocatorOptions::Expandable::kOn;
       o.thread_cache = thread_cache;
-      auto a = std::make_unique<CachingAllocator>(sim_, o);
+      auto a = make(o, 16 * GiB);
       const std::int64_t page = static_cast<std::int64_t>(sim_->page_size());
       std::mt19937_64 rng(seed);
       auto log_uniform = [&](double lo, double hi) {
