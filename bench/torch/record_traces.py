@@ -328,8 +328,15 @@ def store_peaks(side, setting, r):
     if key is None:
         side.setdefault("pytorch", {})[setting] = fig
     else:
-        if "peak_reserved_bytes" in fig and side.get("peak_live_bytes"):
-            fig["reserved_per_live"] = round(fig["peak_reserved_bytes"] / side["peak_live_bytes"], 4)
+        live, req = side.get("peak_live_bytes"), fig.get("peak_requested_bytes")
+        if "peak_reserved_bytes" in fig and live:
+            # The ratio is like for like only if the run asked for what the
+            # recorded run did (a workload edited since its recording does not).
+            if isinstance(req, int) and abs(req - live) > live // 1000:
+                fig["not_repeated"] = (f"peak of requested bytes {req}, the recorded run's peak live bytes {live}: "
+                                       "the workload no longer repeats its recording, so no ratio to it is kept")
+            else:
+                fig["reserved_per_live"] = round(fig["peak_reserved_bytes"] / live, 4)
         side[key] = fig
 
 
@@ -386,8 +393,9 @@ def run_peaks(out, sidecars, runs, args):
             write_json(os.path.join(out, n + ".json"), sidecars[n])
             line = {"workload": n, "setting": s, **peak_figures(r)}
             key = SIDECAR_KEY.get(s)
-            if key and "reserved_per_live" in sidecars[n].get(key, {}):
-                line["reserved_per_live"] = sidecars[n][key]["reserved_per_live"]
+            for k in ("reserved_per_live", "not_repeated"):
+                if key and k in sidecars[n].get(key, {}):
+                    line[k] = sidecars[n][key][k]
             print(json.dumps(line), flush=True)
     return failed
 

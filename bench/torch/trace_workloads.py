@@ -161,9 +161,9 @@ def llm_serve(env):
     done = tokens = 0
     with torch.inference_mode():
         for _ in env.loop(2 if env.tiny else env.steps(50)):  # batches of requests
-            b = env.rng.randint(16, 64) if not env.tiny else 2
+            b = env.rng.randint(8, 32) if not env.tiny else 2
             prompts = [env.rng.randint(16, 512 if not env.tiny else 16) for _ in range(b)]
-            gens = [env.rng.randint(4, 32 if not env.tiny else 4) for _ in range(b)]
+            gens = [env.rng.randint(4, 64 if not env.tiny else 4) for _ in range(b)]
             t = max(prompts)
             # Prompts left-padded to the longest; the padding is masked out.
             ids = torch.randint(3, vocab, (b, t), device=env.device)
@@ -193,8 +193,8 @@ def llm_serve(env):
             done += b
     batches, requests = env.count, done
     return {"model": f"decoder-only transformer, {layers} layers, width {width}, {heads} heads, vocab {vocab}, bf16",
-            "workload": f"serving {requests} requests in {batches} batches of 16-64: prompts of 16-512 tokens "
-                        f"(left-padded, masked), 4-32 generated tokens each ({tokens} in all), KV cache grown "
+            "workload": f"serving {requests} requests in {batches} batches of 8-32: prompts of 16-512 tokens "
+                        f"(left-padded, masked), 4-64 generated tokens each ({tokens} in all), KV cache grown "
                         "by torch.cat every token, finished requests removed from the batch (index_select)",
             "steps": batches, "requests": requests, "generated_tokens": tokens}
 

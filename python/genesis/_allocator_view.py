@@ -119,6 +119,11 @@ class AllocatorView:
         """Peaks become the current values."""
         self._allocator().reset_peak_stats()
 
+    def reset_accumulated_memory_stats(self):
+        """Counters and totals (every statistic's "allocated" and "freed",
+        hits, OOMs, driver calls) start again; peaks are kept."""
+        self._allocator().reset_accumulated_stats()
+
     reset_peak_memory_stats = reset_peak_stats  # PyTorch's name
 
     # --- controls -----------------------------------------------------------

@@ -143,6 +143,7 @@ void bind_allocator(py::module_& m) {
           py::arg("min_size") = 0)
       .def("reset_peak_stats", &CachingAllocator::reset_peak_stats)
       .def("reset_memory_stats", &CachingAllocator::reset_memory_stats)
+      .def("reset_accumulated_stats", &CachingAllocator::reset_accumulated_stats)
       // --- controls ---
       .def("empty_cache", &CachingAllocator::empty_cache, py::call_guard<py::gil_scoped_release>())
       .def("set_memory_fraction", &CachingAllocator::set_memory_fraction, py::arg("fraction"),

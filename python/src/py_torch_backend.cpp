@@ -24,7 +24,8 @@
 // missing. What PyTorch never tells a pluggable allocator: the statistics
 // and snapshot calls (torch.cuda.memory_stats, memory_snapshot,
 // _record_memory_history raise for a pluggable allocator, which is why
-// genesis.torch and genesis.cuda.memory provide them), cacheInfo (cuDNN's
+// genesis.torch answers them itself: Note [torch.cuda's memory functions
+// behind Genesis] in genesis/torch/_torch_api.py), cacheInfo (cuDNN's
 // benchmark mode asks for it and gets an error), and CUDA graph private
 // pools (set_begin_allocate_to_pool: genesis.torch makes that a clear error).
 //

@@ -156,6 +156,23 @@ def test_peaks_of_genesis_are_kept_apart_from_pytorchs(rt):
     assert side["pytorch"]["expandable_segments"] == {"error": "CUDA out of memory"}
 
 
+def test_a_run_that_did_not_repeat_its_recording_gets_no_ratio(rt):
+    """A workload edited since its trace was recorded asks for other bytes:
+    its peak compared with the recorded peak would not be like for like."""
+    side = {"peak_live_bytes": 771_660_740}
+    rt.store_peaks(side, "genesis", {"ok": True, "peak_reserved_bytes": 1_382_023_168,
+                                     "peak_allocated_bytes": 1_361_690_624, "peak_requested_bytes": 1_361_688_361,
+                                     "seconds": 59.4})
+    g = side["genesis_torch"]
+    assert "reserved_per_live" not in g
+    assert "no longer repeats its recording" in g["not_repeated"] and "1361688361" in g["not_repeated"]
+    # Within a thousandth (rounding of what the two runs count) it is the same run.
+    side = {"peak_live_bytes": 1_000_000}
+    rt.store_peaks(side, "genesis", {"ok": True, "peak_reserved_bytes": 1_013_000, "peak_allocated_bytes": 1_001_000,
+                                     "peak_requested_bytes": 1_000_900})
+    assert side["genesis_torch"]["reserved_per_live"] == 1.013 and "not_repeated" not in side["genesis_torch"]
+
+
 def test_peaks_refuses_what_it_cannot_repeat(rt, tmp_path, monkeypatch, capsys):
     args = lambda **kw: type("A", (), {"out": str(tmp_path), "settings": "genesis", "workloads": None, "scale": 1.0,
                                        "seed": 0, "max_entries": 10, "max_seconds": 1.0, "parallel": 1, **kw})()

@@ -284,6 +284,44 @@ def test_snapshots_of_the_pytorch_program_feed_memory_viz(tmp_path):
         assert p.returncode == 0, p.stderr
 
 
+def test_torch_cudas_own_memory_functions_answer_from_genesis(tmp_path):
+    path = tmp_path / "torch_api_snapshot.pickle"
+    run(f"""
+        from torch.cuda import _memory_viz as viz
+        gt.use_genesis_allocator()
+        torch.cuda.memory._record_memory_history(max_entries=10000)
+        x = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+        y = torch.empty(1000, dtype=torch.uint8, device="cuda")
+        s = torch.cuda.memory_stats()
+        g = gt.memory_stats()
+        assert s["allocated_bytes.all.current"] == g["allocated_bytes.all.current"] >= (64 << 20) + 1000, s
+        assert s["requested_bytes.all.current"] == (64 << 20) + 1000, s
+        assert torch.cuda.memory_allocated() == s["allocated_bytes.all.current"]
+        assert torch.cuda.memory_reserved() >= torch.cuda.memory_allocated()
+        del x
+        assert torch.cuda.max_memory_allocated() >= (64 << 20)
+        torch.cuda.reset_peak_memory_stats()
+        assert torch.cuda.max_memory_allocated() < (64 << 20)
+        torch.cuda.reset_accumulated_memory_stats()
+        assert torch.cuda.memory_stats()["allocation.all.allocated"] == 0
+        assert torch.cuda.max_memory_reserved() >= torch.cuda.memory_reserved() > 0
+        assert "Allocated memory" in torch.cuda.memory_summary()
+        assert torch.cuda.memory_snapshot()
+        snap = torch.cuda.memory._snapshot()
+        assert any(e["action"] == "alloc" and e["size"] == (64 << 20) for e in snap["device_traces"][0])
+        assert torch._C._cuda_isHistoryEnabled()
+        torch.cuda.memory._dump_snapshot({str(path)!r})
+        assert "base64" in viz.trace_plot(snap)
+        torch.cuda.memory._record_memory_history(enabled=None)
+        assert not torch._C._cuda_isHistoryEnabled()
+    """)
+    import memtrace
+
+    if memtrace.genesis_mem_path() is not None:
+        p = memtrace.run_genesis_mem("replay", str(path), "--json")
+        assert p.returncode == 0, p.stderr
+
+
 def test_cupy_shares_the_pool():
     if importlib.util.find_spec("cupy") is None:
         pytest.skip("CuPy is not installed")

@@ -181,7 +181,7 @@ void AllocatorStatistics::reset_peaks(const std::vector<ThreadCache*>& caches, c
   }
 }
 
-void AllocatorStatistics::reset(const std::vector<ThreadCache*>& caches, const InactiveSplit& split) {
+void AllocatorStatistics::reset(const std::vector<ThreadCache*>& caches, const InactiveSplit& split, bool peaks) {
   const Current c = current(caches, split);
   baseline_.num_allocs = c.allocs_cum[0];
   baseline_.num_frees = c.frees_cum[0];
@@ -204,7 +204,7 @@ void AllocatorStatistics::reset(const std::vector<ThreadCache*>& caches, const I
     baseline_.reserved_freed[i] =
         i == 0 ? counters.reserved_freed[0] + counters.reserved_freed[1] : counters.reserved_freed[i - 1];
   }
-  reset_peaks(caches, split);
+  if (peaks) reset_peaks(caches, split);
 }
 
 void AllocatorStatistics::add(MemoryStats& into, const MemoryStats& s) {

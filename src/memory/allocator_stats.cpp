@@ -40,9 +40,9 @@ void detail::Arena::reset_peak_stats_arena() {
   stats_.reset_peaks(caches_, pool_.inactive_split());
 }
 
-void detail::Arena::reset_memory_stats_arena() {
+void detail::Arena::reset_memory_stats_arena(bool peaks) {
   Lock lock(mutex_);
-  stats_.reset(caches_, pool_.inactive_split());
+  stats_.reset(caches_, pool_.inactive_split(), peaks);
 }
 
 namespace {

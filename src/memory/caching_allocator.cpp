@@ -93,6 +93,10 @@ void CachingAllocator::reset_memory_stats() {
   arenas_.for_each([](detail::Arena& a) { a.reset_memory_stats_arena(); });
 }
 
+void CachingAllocator::reset_accumulated_stats() {
+  arenas_.for_each([](detail::Arena& a) { a.reset_memory_stats_arena(/*peaks=*/false); });
+}
+
 std::vector<SegmentInfo> CachingAllocator::snapshot() const {
   std::vector<SegmentInfo> out;
   const detail::ArenaSet::Locked view = arenas_.lock_all();

@@ -256,6 +256,43 @@ TEST_F(AllocatorStatsTest, ResetMemoryStatsKeepsCurrentValues) {
   a->deallocate(p);
 }
 
+// reset_accumulated_stats(): totals and counters restart as with
+// reset_memory_stats(), currents stay, and every peak stays where it was
+// (torch.cuda.reset_accumulated_memory_stats keeps them too).
+TEST_F(AllocatorStatsTest, ResetAccumulatedStatsKeepsPeaks) {
+  auto a = make(/*thread_cache=*/false);
+  a->deallocate(a->allocate(8 * M));
+  void* p = a->allocate(4 * M);
+  void* q = a->allocate(1000);
+  const MemoryStats before = a->stats();
+  a->reset_accumulated_stats();
+  MemoryStats s = a->stats();
+  ExpectStat("allocated", s.allocated_bytes, {4 * M + K, 8 * M}, {K, K}, {4 * M, 8 * M});
+  ExpectCounters(s, {0, 0, 0, 0, 0, 0, 0});
+  ExpectTotals("allocated_bytes", s.allocated_bytes[kStatAggregate], 0, 0);
+  ExpectTotals("allocation_count", s.allocation_count[kStatAggregate], 0, 0);
+  ExpectTotals("reserved_bytes", s.reserved_bytes[kStatAggregate], 0, 0);
+  for (int i = 0; i < kNumStatTypes; ++i) {
+    EXPECT_EQ(s.allocated_bytes[i].peak, before.allocated_bytes[i].peak) << i;
+    EXPECT_EQ(s.requested_bytes[i].peak, before.requested_bytes[i].peak) << i;
+    EXPECT_EQ(s.reserved_bytes[i].peak, before.reserved_bytes[i].peak) << i;
+    EXPECT_EQ(s.active_bytes[i].peak, before.active_bytes[i].peak) << i;
+    EXPECT_EQ(s.allocation_count[i].peak, before.allocation_count[i].peak) << i;
+    EXPECT_EQ(s.segment_count[i].peak, before.segment_count[i].peak) << i;
+    EXPECT_EQ(s.reserved_bytes[i].current, before.reserved_bytes[i].current) << i;
+  }
+  a->deallocate(q);
+  s = a->stats();
+  ExpectCounters(s, {0, 1, 0, 0, 0, 0, 0});
+  ExpectTotals("allocated_bytes", s.allocated_bytes[kStatAggregate], 0, K);
+  EXPECT_EQ(s.allocated_bytes[kStatAggregate].peak, 8 * M);
+  // reset_memory_stats() then takes the peaks down to the current values.
+  a->reset_memory_stats();
+  s = a->stats();
+  EXPECT_EQ(s.allocated_bytes[kStatAggregate].peak, 4 * M);
+  a->deallocate(p);
+}
+
 // The same kind of script with the thread cache on: frees go to the cache
 // ("thread_cached"), re-allocations pop from it, and the stats see both.
 TEST_F(AllocatorStatsTest, ExactValuesWithThreadCache) {

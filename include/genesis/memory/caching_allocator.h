@@ -115,6 +115,10 @@ class CachingAllocator {
   void reset_peak_stats();
   /// Counters, totals and peaks start again from the current state.
   void reset_memory_stats();
+  /// Counters and totals (the "allocated" and "freed" of every statistic,
+  /// hits, misses, OOMs, driver calls) start again; peaks are kept, as
+  /// torch.cuda.reset_accumulated_memory_stats() keeps them.
+  void reset_accumulated_stats();
   /// A readable table of the statistics (PyTorch's memory_summary layout).
   std::string memory_summary() const;
   /// Every segment and its blocks.

@@ -16,7 +16,8 @@ _snapshot(), _dump_snapshot() (for torch.cuda._memory_viz).
 
 from ._memory import (empty_cache, max_memory_allocated, max_memory_cached, max_memory_reserved,
                       memory_allocated, memory_cached, memory_reserved, memory_snapshot, memory_stats,
-                      memory_summary, reset_memory_stats, reset_peak_memory_stats, set_cache_size,
+                      memory_summary, reset_accumulated_memory_stats, reset_memory_stats,
+                      reset_peak_memory_stats, set_cache_size,
                       set_memory_fraction)
 from ._runtime import (can_device_access_peer, current_device, device, device_count, get_device_capability,
                        get_device_name, get_device_properties, is_available, mem_get_info, set_device,
@@ -32,5 +33,6 @@ __all__ = [
     "memory_allocated", "memory_cached", "memory_reserved", "max_memory_allocated",
     "max_memory_cached", "max_memory_reserved", "memory_stats", "memory_summary",
     "memory_snapshot", "empty_cache", "reset_memory_stats", "reset_peak_memory_stats",
+    "reset_accumulated_memory_stats",
     "set_memory_fraction", "set_cache_size", "ipc_shareable_storage", "memory",
 ]

@@ -66,6 +66,11 @@ def reset_memory_stats(device=None):
     _dev(device, "genesis.cuda.reset_memory_stats()").reset_memory_stats()
 
 
+def reset_accumulated_memory_stats(device=None):
+    """Counters and totals start again; peaks are kept (PyTorch's meaning)."""
+    _dev(device, "genesis.cuda.reset_accumulated_memory_stats()").reset_accumulated_memory_stats()
+
+
 def memory_snapshot(device=None):
     """Segments of every GPU's allocator (device=None) or of one GPU: dicts
     with address, size, state, stream, pool, device and blocks."""

@@ -8,8 +8,8 @@
 
 The same functions as torch.cuda.memory's, for Genesis's allocators: the
 process-wide GPU allocators, which a PyTorch program uses after
-genesis.torch.use_genesis_allocator() (PyTorch itself cannot snapshot a
-pluggable allocator), or any allocator given as ``device``: a
+genesis.torch.use_genesis_allocator() (which makes torch.cuda.memory's own
+functions these), or any allocator given as ``device``: a
 genesis.testing.SimulatedAllocator, so that all of it runs without a GPU.
 The format and where each field comes from: Note [PyTorch snapshots] in
 genesis/_pytorch_snapshot.py.

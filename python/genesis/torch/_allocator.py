@@ -13,6 +13,7 @@ import warnings
 from .. import _C
 from .. import _alloc_conf
 from . import _library
+from . import _torch_api
 
 _lock = threading.Lock()
 _active = None  # the GenesisAllocator of change_current_allocator, once made
@@ -82,8 +83,12 @@ def use_genesis_allocator(conf=None, **options):
     allocators live (memory_fraction, cache_size) and returns the same
     object. Afterwards genesis.torch.memory_stats(), memory_snapshot(),
     genesis.cuda.memory._snapshot() and the memory debugger describe the
-    PyTorch program; torch.cuda.memory_stats() is not available (PyTorch
-    does not ask a pluggable allocator for statistics). An out-of-memory error
+    PyTorch program, and so do torch.cuda's own memory functions
+    (memory_stats(), max_memory_allocated(), reset_peak_memory_stats(),
+    memory_summary(), memory._record_memory_history(), _snapshot(),
+    _dump_snapshot(), ...), which PyTorch cannot ask a pluggable allocator
+    and which Genesis answers instead (Note [torch.cuda's memory functions
+    behind Genesis] in genesis/torch/_torch_api.py). An out-of-memory error
     is a RuntimeError starting with "CUDA out of memory." and carrying
     Genesis's explanation; oom_as_torch_error() makes it a
     torch.OutOfMemoryError."""
@@ -117,6 +122,7 @@ def use_genesis_allocator(conf=None, **options):
             if "initialized" in str(e) or "initialised" in str(e):
                 raise RuntimeError(_LATE) from e
             raise
+        _torch_api.install(torch._C)
         _active = GenesisAllocator(lib.path, alloc, text, forwarded)
         return _active
 

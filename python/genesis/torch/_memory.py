@@ -1,5 +1,6 @@
 """Memory statistics of the PyTorch program, as torch.cuda's functions give
-them for PyTorch's own allocator (which raise for a pluggable one).
+them for PyTorch's own allocator; after use_genesis_allocator() torch.cuda's own
+functions give the same figures (genesis/torch/_torch_api.py).
 
 ``device``: None (PyTorch's current device when PyTorch has initialised CUDA,
 else Genesis's), an int, 'cuda:N', a torch.device or a genesis.device. The

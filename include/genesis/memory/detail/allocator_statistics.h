@@ -171,8 +171,10 @@ class alignas(64) AllocatorStatistics {
   MemoryStats report(const std::vector<ThreadCache*>& caches, const InactiveSplit& split) const;
   /// Peaks become the current values.
   void reset_peaks(const std::vector<ThreadCache*>& caches, const InactiveSplit& split);
-  /// Counters, totals and peaks start again from the current state.
-  void reset(const std::vector<ThreadCache*>& caches, const InactiveSplit& split);
+  /// Counters and totals start again from the current state; so do the
+  /// peaks when `peaks` is true (PyTorch resets its accumulated statistics
+  /// and its peaks separately, and Genesis's reset_memory_stats does both).
+  void reset(const std::vector<ThreadCache*>& caches, const InactiveSplit& split, bool peaks = true);
   /// Adds the statistics of another arena to `into` (Note [Arenas]).
   static void add(MemoryStats& into, const MemoryStats& s);
 

@@ -89,7 +89,7 @@ class Arena {
   // Per-arena bodies of the public members of the same name (snapshot_arena:
   // mutex_ held; the others take it).
   void reset_peak_stats_arena();
-  void reset_memory_stats_arena();
+  void reset_memory_stats_arena(bool peaks = true);
   std::vector<SegmentInfo> snapshot_arena() const;
   std::vector<AllocationInfo> large_allocations_arena(std::size_t min_size) const;
   void check_arena_invariants(bool include_thread_caches) const;  // mutex_ held

@@ -1,0 +1,192 @@
+"""torch.cuda's memory functions answered by Genesis.
+
+Note [torch.cuda's memory functions behind Genesis]: PyTorch asks a
+pluggable allocator for none of its statistics, snapshots or history. Once
+Genesis is PyTorch's allocator, torch.cuda.memory_stats(),
+memory_allocated(), max_memory_allocated(), memory_reserved(),
+reset_peak_memory_stats(), memory_summary(), memory_snapshot() and
+torch.cuda.memory._record_memory_history() / _snapshot() /
+_dump_snapshot() would all raise "CUDAPluggableAllocator does not yet
+support ...", and so would every training loop, trainer callback and
+dashboard that logs memory with them: switching allocators would break the
+program. Those functions are thin Python over a handful of torch._C entry
+points, which they look up at each call (``torch._C._cuda_memoryStats(device)``
+and so on). use_genesis_allocator() replaces these entry points in torch._C
+with functions that answer from Genesis's allocators, in the shapes
+PyTorch's own return:
+
+    _cuda_memoryStats(device)                 nested statistics: every
+                                              "<stat>.<pool>.<field>" key
+                                              that Genesis's memory_stats()
+                                              carries with PyTorch's name
+                                              (Note [PyTorch's statistic
+                                              names]), and its counters
+    _cuda_resetPeakMemoryStats(device)        peaks become current values
+    _cuda_resetAccumulatedMemoryStats(device) totals and counters restart,
+                                              peaks kept
+    _cuda_memorySnapshot(mempool_id)          PyTorch's snapshot dict
+                                              (genesis.cuda.memory._snapshot();
+                                              a third element False in
+                                              mempool_id leaves the traces out)
+    _cuda_record_memory_history(...)          genesis.cuda.memory.
+    _cuda_record_memory_history_legacy(...)   _record_memory_history()
+    _cuda_isHistoryEnabled()                  whether that is recording
+
+Everything above torch._C (torch.cuda.memory_summary's table,
+_dump_snapshot's pickle, max_memory_allocated's key lookup) is PyTorch's own
+code, unchanged, so it behaves as users know it. The replaced entry points
+serve only PyTorch's device allocator, which Genesis now is; host (pinned)
+memory history is still PyTorch's and goes to the original function. The
+originals are kept (``original(torch._C, name)``).
+"""
+
+import sys
+
+# PyTorch's statistics, as torch/csrc/cuda/Module.cpp nests them.
+_ARRAYS = ("allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
+           "active_bytes", "inactive_split_bytes", "requested_bytes")
+_POOLS = ("all", "small_pool", "large_pool")
+_FIELDS = ("current", "peak", "allocated", "freed")
+_COUNTERS = ("num_alloc_retries", "num_ooms", "max_split_size", "num_sync_all_streams", "num_device_alloc",
+             "num_device_free")
+_OVERSIZE = ("oversize_allocations", "oversize_segments")
+
+# Actions PyTorch's history knows and Genesis never records: skipping them is
+# a no-op, not an error.
+_PYTORCH_ONLY_ACTIONS = ("snapshot", "annotate", "user_defined")
+
+_ROUTED = ("_cuda_memoryStats", "_cuda_resetPeakMemoryStats", "_cuda_resetAccumulatedMemoryStats",
+           "_cuda_memorySnapshot", "_cuda_record_memory_history", "_cuda_record_memory_history_legacy",
+           "_cuda_isHistoryEnabled")
+
+def nested_stats(flat):
+    """PyTorch's nested statistics (what torch._C._cuda_memoryStats returns)
+    from Genesis's memory_stats() dict, whose PyTorch keys are flat
+    ("allocated_bytes.all.current"). Keys Genesis lacks are reported as 0."""
+    out = {}
+    for a in _ARRAYS:
+        out[a] = {p: {f: int(flat.get(f"{a}.{p}.{f}", 0)) for f in _FIELDS} for p in _POOLS}
+    for c in _COUNTERS:
+        out[c] = int(flat.get(c, 0))
+    for o in _OVERSIZE:
+        out[o] = {f: int(flat.get(f"{o}.{f}", 0)) for f in _FIELDS}
+    return out
+
+
+class GenesisSource:
+    """Where the routed functions get their answers: genesis.cuda's GPU
+    allocators (the ones behind PyTorch). Tests pass another source whose
+    methods take the same arguments."""
+
+    def stats(self, device):
+        from .. import cuda
+        return cuda.memory_stats(device)
+
+    def reset_peaks(self, device):
+        from .. import cuda
+        cuda.reset_peak_memory_stats(device)
+
+    def reset_accumulated(self, device):
+        from .. import cuda
+        cuda.reset_accumulated_memory_stats(device)
+
+    def snapshot(self):
+        from ..cuda import memory
+        return memory._snapshot()
+
+    def record_history(self, **kwargs):
+        from ..cuda import memory
+        memory._record_memory_history(**kwargs)
+
+
+def _device_index(device):
+    # torch.cuda's functions pass the current device already; None comes
+    # only from a direct call, where PyTorch's current device is meant.
+    torch = sys.modules.get("torch")
+    if device is None and torch is not None and torch.cuda.is_initialized():
+        return torch.cuda.current_device()
+    return device
+
+
+def make_functions(source, originals):
+    """The replacement entry points, answering from ``source``; ``originals``
+    are the functions they replace (host history goes to one of them)."""
+    history = {"enabled": False}
+
+    def memory_stats(device=None):
+        return nested_stats(source.stats(_device_index(device)))
+
+    def reset_peak(device=None):
+        source.reset_peaks(_device_index(device))
+
+    def reset_accumulated(device=None):
+        source.reset_accumulated(_device_index(device))
+
+    def snapshot(mempool_id=None):
+        s = source.snapshot()
+        if mempool_id is not None and len(mempool_id) > 2 and not mempool_id[2]:
+            s["device_traces"] = [[] for _ in s["device_traces"]]
+        return s
+
+    def record_history(enabled, context="all", stacks="all", max_entries=sys.maxsize, clear_history=False,
+                       compile_context=False, global_record_annotations=False, skip_actions=(),
+                       record_pinned_host_memory=False, record_cuda=True):
+        if record_pinned_host_memory:
+            # PyTorch's host allocator is still PyTorch's: its history is too.
+            host = originals.get("_cuda_record_memory_history")
+            if host is None:
+                raise RuntimeError("record_pinned_host_memory: this PyTorch has no host memory history")
+            host(enabled, context, stacks, max_entries, clear_history,
+                                                      compile_context, global_record_annotations,
+                                                      list(skip_actions or ()), True, False)
+        if not record_cuda:
+            return
+        skip = [a for a in (skip_actions or ()) if a not in _PYTORCH_ONLY_ACTIONS]
+        source.record_history(enabled=enabled, context=context, stacks=stacks, max_entries=max_entries,
+                              clear_history=clear_history, compile_context=compile_context,
+                              global_record_annotations=global_record_annotations, skip_actions=skip)
+        history["enabled"] = enabled is not None
+
+    def record_history_legacy(enabled, record_context=True, trace_alloc_max_entries=1,
+                              trace_alloc_record_context=False, record_context_cpp=False, clear_history=False,
+                              compile_context=False, global_record_annotations=False, skip_actions=(),
+                              record_pinned_host_memory=False, record_cuda=True):
+        # The boolean form: a history only when more than one entry is kept;
+        # sites when either kind of context is asked for.
+        mode = None if not enabled else ("all" if trace_alloc_max_entries > 1 else "state")
+        context = "all" if (record_context or trace_alloc_record_context) else None
+        record_history(mode, context, "all" if record_context_cpp else "python", max(1, trace_alloc_max_entries),
+                       clear_history, compile_context, global_record_annotations, skip_actions,
+                       record_pinned_host_memory, record_cuda)
+
+    def history_enabled():
+        return history["enabled"]
+
+    return {
+        "_cuda_memoryStats": memory_stats,
+        "_cuda_resetPeakMemoryStats": reset_peak,
+        "_cuda_resetAccumulatedMemoryStats": reset_accumulated,
+        "_cuda_memorySnapshot": snapshot,
+        "_cuda_record_memory_history": record_history,
+        "_cuda_record_memory_history_legacy": record_history_legacy,
+        "_cuda_isHistoryEnabled": history_enabled,
+    }
+
+
+def install(torch_c, source=None):
+    """Replaces the entry points of ``torch_c`` (torch._C) that torch.cuda's
+    memory functions call, answering from ``source`` (default: genesis.cuda's
+    GPU allocators). The originals are kept on ``torch_c``; installing again
+    replaces the replacements and keeps the first originals."""
+    originals = getattr(torch_c, "_genesis_replaced", None)
+    if originals is None:
+        originals = {name: getattr(torch_c, name, None) for name in _ROUTED}
+        setattr(torch_c, "_genesis_replaced", originals)
+    for name, fn in make_functions(source or GenesisSource(), originals).items():
+        setattr(torch_c, name, fn)
+
+
+def original(torch_c, name):
+    """The function of ``torch_c`` that install() replaced (None if it had none
+    or install() did not run)."""
+    return (getattr(torch_c, "_genesis_replaced", None) or {}).get(name)
