@@ -26,8 +26,8 @@
 // _record_memory_history raise for a pluggable allocator, which is why
 // genesis.torch answers them itself: Note [torch.cuda's memory functions
 // behind Genesis] in genesis/torch/_torch_api.py), cacheInfo (cuDNN's
-// benchmark mode asks for it and gets an error), and CUDA graph private
-// pools (set_begin_allocate_to_pool: genesis.torch makes that a clear error).
+// benchmark mode asks for it and gets an error). CUDA graph private pools
+// arrive through three more hooks (Note [Private pools behind PyTorch]).
 //
 // A torch.cuda.MemPool(allocator=...) is different: PyTorch's own caching
 // allocator stays in charge and calls the pluggable allocator for whole
@@ -58,23 +58,34 @@
 // there is nothing to retry. free never throws: PyTorch calls it from
 // destructors, where an exception ends the process.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "py_bindings.h"
 #include "genesis/core/error.h"
 #include "genesis/cuda/runtime.h"
 #include "genesis/interop/torch_abi.h"
 #include "genesis/memory/alloc_conf.h"
+#include "genesis/memory/cuda_resource.h"
 #include "genesis/memory/device_allocators.h"
 #include "genesis/memory/simulated_device.h"
+#include "py_convert.h"
 #include "py_location.h"
+
+struct CUstream_st;  // what cudaStream_t points to, opaque here
 
 namespace genesis::python {
 
@@ -143,11 +154,193 @@ void open_python_site(std::optional<AllocationSite>& site) {
   }
 }
 
+// Note [Private pools behind PyTorch]: a CUDA graph (torch.cuda.graph,
+// torch.compile's mode="reduce-overhead", transformers' static-cache
+// generation) replays the kernels of its capture on the addresses they were
+// given then, those of temporaries freed during the capture included. So
+// PyTorch's own allocator serves a capture from a private pool: between
+// beginAllocateToPool and endAllocateToPool the allocations of the
+// capturing stream come from memory that nothing outside the pool reuses and
+// that stays reserved until the graph goes (releasePool). A pluggable
+// allocator is given the same three calls, and Genesis gives each pool id a
+// CachingAllocator of its own:
+//   - classic segments (nothing is ever unmapped), no thread cache, no
+//     lending across streams, no idle release: nothing that would give back,
+//     move or query memory behind the graph's back, and no stream query,
+//     which a capturing stream refuses;
+//   - its calls run in the relaxed capture mode (cuda::RelaxedCaptureMode),
+//     as PyTorch's allocator does: cudaMalloc during a capture is otherwise
+//     an error;
+//   - a block freed during the capture is reused by later allocations of
+//     the same capture, which replay after it in the same order, as in
+//     PyTorch; one that record_stream said another stream uses is held until
+//     the capture ends (those uses are part of the graph), which is what
+//     PyTorch's deferred events come to;
+//   - empty_cache leaves pools alone; release_pool marks one released, and
+//     its segments go back to the driver when its last block is freed (a
+//     graph's outputs may outlive the graph).
+// While no pool exists, routing costs malloc and free one relaxed load each.
+// A torch.cuda.use_mem_pool region would arrive through the same calls (a
+// route that accepts the current thread), but PyTorch 2.11 cannot make a
+// torch.cuda.MemPool while a pluggable allocator is current (it asks the
+// allocator for createOrIncrefPool, which the pluggable one refuses), so
+// the pools are CUDA graphs'. torch.compile's graph trees also check what a
+// pool holds (_cuda_checkPoolLiveAllocations, answered by genesis.torch
+// from _torch_private_pool_live).
+struct PrivatePool {
+  int device = 0;
+  std::uint64_t a = 0, b = 0;  // PyTorch's MempoolId_t
+  std::unique_ptr<CachingAllocator> alloc;
+  int open_routes = 0;  // begin_pool regions not yet ended
+  bool released = false;
+  std::size_t live = 0;     // blocks out, those held included
+  std::vector<void*> held;  // freed in a capture while another stream used them
+};
+
+struct Route {
+  int device;
+  std::uint64_t a, b;
+  int (*accepts)(void* stream, void* ctx);
+  void* ctx;
+  PrivatePool* pool;
+};
+
+struct PrivateBlock {
+  PrivatePool* pool;
+  bool other_streams;  // record_stream during a capture
+};
+
+std::mutex pools_mutex;
+std::vector<std::unique_ptr<PrivatePool>> pools;  // a few: one per graph pool
+std::vector<Route> routes;
+std::unordered_map<void*, PrivateBlock> private_blocks;
+std::atomic<int> open_route_count{0};
+std::atomic<std::size_t> private_block_count{0};
+
+bool redirected() { return redirect.load(std::memory_order_acquire) != nullptr; }
+
+// The relaxed capture mode around calls into a pool's allocator (none on the
+// simulated device of the tests, which never reaches CUDA).
+struct RelaxedCapture {
+  RelaxedCapture() {
+    if (!redirected()) mode.emplace();
+  }
+  std::optional<cuda::RelaxedCaptureMode> mode;
+};
+
+std::unique_ptr<CachingAllocator> make_private_allocator(int device) {
+  memory::AllocatorOptions o;
+  o.expandable_segments = memory::AllocatorOptions::Expandable::kOff;
+  o.thread_cache = false;
+  o.stream_borrow = false;
+  o.arenas = 1;
+  o.idle_release_ms = 0;
+  std::shared_ptr<memory::UpstreamResource> up;
+  if (CachingAllocator* r = redirect.load(std::memory_order_acquire)) {
+    // Tests: a simulated device of its own, at addresses no other simulated
+    // device of the test uses (a device's index places its address range).
+    static int next_index = 0;
+    const int index = memory::SimulatedDevice::kMaxIndex - (next_index++ % 8);
+    up = std::make_shared<memory::SimulatedDevice>(r->upstream().mem_info().total_bytes, index);
+  } else
+    up = std::make_shared<memory::CudaDeviceResource>(device);
+  return std::make_unique<CachingAllocator>(std::move(up), o);
+}
+
+// pools_mutex held.
+PrivatePool* find_pool(int device, std::uint64_t a, std::uint64_t b) {
+  for (auto& p : pools)
+    if (p->device == device && p->a == a && p->b == b) return p.get();
+  return nullptr;
+}
+
+// pools_mutex held: takes a released pool with nothing out of the list (its
+// segments go back when the caller drops it, outside the lock).
+std::unique_ptr<PrivatePool> take_if_done(PrivatePool* pool) {
+  if (!pool->released || pool->live != 0 || pool->open_routes != 0) return nullptr;
+  auto it = std::find_if(pools.begin(), pools.end(), [&](const auto& p) { return p.get() == pool; });
+  std::unique_ptr<PrivatePool> out = std::move(*it);
+  pools.erase(it);
+  return out;
+}
+
+void drop_pool(std::unique_ptr<PrivatePool> pool) {
+  if (pool == nullptr) return;
+  RelaxedCapture relaxed;
+  pool.reset();
+}
+
+// pools_mutex held: the block goes back to its pool.
+void give_back_locked(PrivatePool* pool, void* ptr) {
+  {
+    RelaxedCapture relaxed;
+    pool->alloc->deallocate(ptr);
+  }
+  --pool->live;
+  private_block_count.fetch_sub(1, std::memory_order_relaxed);
+}
+
+// A block of the first open region whose route accepts `stream`; nullptr if
+// none does. Throws OutOfMemoryError as CachingAllocator::allocate does.
+void* private_malloc(std::size_t size, int device, void* stream) {
+  std::lock_guard<std::mutex> lock(pools_mutex);
+  for (const Route& r : routes) {
+    if (r.device != device || r.accepts(stream, r.ctx) == 0) continue;
+    void* p = nullptr;
+    {
+      RelaxedCapture relaxed;
+      p = r.pool->alloc->allocate(size, reinterpret_cast<memory::StreamId>(stream));
+    }
+    private_blocks.emplace(p, PrivateBlock{r.pool, false});
+    ++r.pool->live;
+    private_block_count.fetch_add(1, std::memory_order_relaxed);
+    return p;
+  }
+  return nullptr;
+}
+
+// Whether `ptr` was a private pool's block (then it is freed or held).
+bool private_free(void* ptr) {
+  std::unique_ptr<PrivatePool> done;
+  {
+    std::lock_guard<std::mutex> lock(pools_mutex);
+    auto it = private_blocks.find(ptr);
+    if (it == private_blocks.end()) return false;
+    const PrivateBlock blk = it->second;
+    private_blocks.erase(it);
+    if (blk.other_streams && blk.pool->open_routes > 0) {
+      blk.pool->held.push_back(ptr);
+      return true;
+    }
+    give_back_locked(blk.pool, ptr);
+    done = take_if_done(blk.pool);
+  }
+  drop_pool(std::move(done));
+  return true;
+}
+
+// Whether `ptr` is a private pool's block (then its use on `stream` is noted).
+bool private_record_stream(void* ptr, void* stream) {
+  std::lock_guard<std::mutex> lock(pools_mutex);
+  auto it = private_blocks.find(ptr);
+  if (it == private_blocks.end()) return false;
+  if (it->second.pool->open_routes > 0) {
+    it->second.other_streams = true;  // events would be captured: held until the capture ends instead
+  } else {
+    RelaxedCapture relaxed;
+    it->second.pool->alloc->record_stream(ptr, reinterpret_cast<memory::StreamId>(stream));
+  }
+  return true;
+}
+
 void* backend_malloc(std::ptrdiff_t size, int device, void* stream, std::uint32_t flags) {
   last_error.clear();
   if (size == 0) return nullptr;
   try {
     GENESIS_CHECK(size > 0, "cannot allocate a negative number of bytes (", size, ")");
+    if (open_route_count.load(std::memory_order_acquire) > 0) {
+      if (void* p = private_malloc(static_cast<std::size_t>(size), device, stream)) return p;
+    }
     CachingAllocator& a = allocator_of(device);
     std::optional<AllocationSite> site;
     open_python_site(site);
@@ -172,6 +365,7 @@ void backend_free(void* ptr, std::ptrdiff_t, int device, void*, std::uint32_t fl
   last_error.clear();
   if (ptr == nullptr) return;
   try {
+    if (private_block_count.load(std::memory_order_acquire) > 0 && private_free(ptr)) return;
     CachingAllocator& a = allocator_of(device);
     if ((flags & GENESIS_TORCH_POOL) != 0) wait_for_device(device, a);
     a.deallocate(ptr);
@@ -192,6 +386,7 @@ void backend_free(void* ptr, std::ptrdiff_t, int device, void*, std::uint32_t fl
 void backend_record_stream(void* ptr, void* stream) {
   last_error.clear();
   try {
+    if (private_block_count.load(std::memory_order_acquire) > 0 && private_record_stream(ptr, stream)) return;
     CachingAllocator* owner = redirect.load(std::memory_order_acquire);
     if (owner == nullptr) {
       for (auto& slot : device_allocators) {
@@ -233,10 +428,67 @@ void backend_set_memory_fraction(double fraction, int device) {
 
 const char* backend_last_error() { return last_error.c_str(); }
 
+void backend_begin_pool(int device, std::uint64_t a, std::uint64_t b, int (*accepts)(void*, void*), void* ctx) {
+  last_error.clear();
+  try {
+    GENESIS_CHECK(accepts != nullptr, "begin_pool: no route function");
+    allocator_of(device);  // checks the device; the process-wide allocator comes first
+    std::lock_guard<std::mutex> lock(pools_mutex);
+    PrivatePool* pool = find_pool(device, a, b);
+    if (pool == nullptr) {
+      auto made = std::make_unique<PrivatePool>();
+      made->device = device;
+      made->a = a;
+      made->b = b;
+      made->alloc = make_private_allocator(device);
+      pool = made.get();
+      pools.push_back(std::move(made));
+    }
+    pool->released = false;
+    ++pool->open_routes;
+    routes.push_back(Route{device, a, b, accepts, ctx, pool});
+    open_route_count.fetch_add(1, std::memory_order_release);
+  } catch (const Error& e) {
+    last_error = e.message();
+    throw std::runtime_error("Genesis allocator (cuda:" + std::to_string(device) + "): " + e.message());
+  }
+}
+
+void* backend_end_pool(int device, std::uint64_t a, std::uint64_t b) {
+  last_error.clear();
+  std::lock_guard<std::mutex> lock(pools_mutex);
+  auto it = std::find_if(routes.begin(), routes.end(),
+                         [&](const Route& r) { return r.device == device && r.a == a && r.b == b; });
+  if (it == routes.end()) return nullptr;
+  void* ctx = it->ctx;
+  PrivatePool* pool = it->pool;
+  routes.erase(it);
+  open_route_count.fetch_sub(1, std::memory_order_release);
+  if (--pool->open_routes == 0) {
+    for (void* p : pool->held) give_back_locked(pool, p);
+    pool->held.clear();
+  }
+  return ctx;
+}
+
+void backend_release_pool(int device, std::uint64_t a, std::uint64_t b) {
+  last_error.clear();
+  std::unique_ptr<PrivatePool> done;
+  {
+    std::lock_guard<std::mutex> lock(pools_mutex);
+    PrivatePool* pool = find_pool(device, a, b);
+    if (pool == nullptr) return;
+    pool->released = true;
+    done = take_if_done(pool);
+  }
+  drop_pool(std::move(done));
+}
+
 const GenesisTorchBackend kBackend = {
     GENESIS_TORCH_ABI_VERSION,   sizeof(GenesisTorchBackend), &backend_malloc,     &backend_free,
     &backend_record_stream,      &backend_empty_cache,        &backend_set_memory_fraction,
-    &backend_last_error,
+    &backend_last_error,         &backend_begin_pool,         &backend_end_pool,
+    &backend_release_pool,
 };
 
 }  // namespace
@@ -273,6 +525,39 @@ void bind_torch_backend(py::module_& m) {
         return out;
       },
       "This thread's last Genesis OOM explanation from the PyTorch adaptor (\"\" if none), forgotten once read.");
+  m.def(
+      "_torch_private_pools",
+      [] {
+        py::list out;
+        std::lock_guard<std::mutex> lock(pools_mutex);
+        for (const auto& p : pools) {
+          py::dict d;
+          d["device"] = p->device;
+          d["id"] = py::make_tuple(p->a, p->b);
+          d["open"] = p->open_routes;
+          d["released"] = p->released;
+          d["live_blocks"] = p->live;
+          d["held_blocks"] = p->held.size();
+          d["stats"] = stats_to_dict(p->alloc->stats());
+          out.append(d);
+        }
+        return out;
+      },
+      "The private pools of CUDA graph captures and use_mem_pool regions behind PyTorch (Note [Private pools "
+      "behind PyTorch]): device, id, open regions, released, blocks out and held, and the pool's statistics.");
+  m.def(
+      "_torch_private_pool_live",
+      [](int device, unsigned long long a, unsigned long long b) -> py::object {
+        std::lock_guard<std::mutex> lock(pools_mutex);
+        PrivatePool* pool = find_pool(device, a, b);
+        if (pool == nullptr) return py::none();
+        py::list out;
+        for (const auto& [ptr, blk] : private_blocks)
+          if (blk.pool == pool) out.append(reinterpret_cast<std::uintptr_t>(ptr));
+        return out;
+      },
+      py::arg("device"), py::arg("a"), py::arg("b"),
+      "Addresses of the live blocks of private pool (a, b) of `device` (None: no such pool).");
   m.def("_torch_bad_frees", [] { return bad_frees.load(std::memory_order_relaxed); },
         "Frees from PyTorch that Genesis refused (reported on stderr).");
   // The shim's exported functions are called by PyTorch, which catches C++
@@ -303,6 +588,37 @@ void bind_torch_backend(py::module_& m) {
       },
       py::arg("fn"), py::arg("ptr"), py::arg("stream"),
       "Calls a record_stream-shaped function of the shim as PyTorch would (tests).");
+  // The pool hooks' types as PyTorch declares them (the shim's exports),
+  // with the stream as the opaque pointer cudaStream_t is.
+  using PoolId = std::pair<unsigned long long, unsigned long long>;
+  using Route = std::function<bool(CUstream_st*)>;
+  m.def(
+      "_torch_call_begin_pool",
+      [](std::uintptr_t fn, int device, unsigned long long a, unsigned long long b, std::vector<std::uintptr_t> streams) {
+        using Begin = void (*)(int, PoolId, Route);
+        Route route = [streams](CUstream_st* s) {
+          return std::find(streams.begin(), streams.end(), reinterpret_cast<std::uintptr_t>(s)) != streams.end();
+        };
+        try {
+          reinterpret_cast<Begin>(fn)(device, PoolId{a, b}, std::move(route));
+        } catch (const std::exception& e) {
+          throw std::runtime_error(e.what());
+        }
+      },
+      py::arg("fn"), py::arg("device"), py::arg("a"), py::arg("b"), py::arg("streams"),
+      "Calls the shim's begin_allocate_to_pool as PyTorch would, routing `streams` to the pool (tests).");
+  m.def(
+      "_torch_call_pool_hook",
+      [](std::uintptr_t fn, int device, unsigned long long a, unsigned long long b) {
+        using Hook = void (*)(int, PoolId);
+        try {
+          reinterpret_cast<Hook>(fn)(device, PoolId{a, b});
+        } catch (const std::exception& e) {
+          throw std::runtime_error(e.what());
+        }
+      },
+      py::arg("fn"), py::arg("device"), py::arg("a"), py::arg("b"),
+      "Calls the shim's end_allocate_to_pool or release_pool as PyTorch would (tests).");
 }
 
 }  // namespace genesis::python

@@ -237,19 +237,58 @@ def test_mem_pool_beside_pytorch_allocator():
     """)
 
 
-def test_cuda_graph_capture_is_refused_clearly():
+def test_cuda_graphs_capture_and_replay_on_genesis():
     run("""
         gt.use_genesis_allocator()
-        x = torch.ones(16, device="cuda")
+        x = torch.ones(1 << 20, device="cuda")
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):  # warm-up on a side stream, as torch.cuda.graph asks
+                (x * 3 + 1).sum()
+        torch.cuda.current_stream().wait_stream(s)
         g = torch.cuda.CUDAGraph()
-        try:
-            with torch.cuda.graph(g):
-                y = x * 2
-            raise SystemExit("captured")
-        except RuntimeError as e:
-            assert "private memory pools" in str(e), e
-        assert float((x * 3).sum()) == 48.0
+        with torch.cuda.graph(g):
+            tmp = x * 3           # a temporary freed during the capture
+            z = tmp + 1
+            del tmp
+            out = z.sum()
+        pools = genesis._C._torch_private_pools()
+        assert len(pools) == 1 and pools[0]["live_blocks"] >= 2 and pools[0]["open"] == 0, pools
+        # torch.cuda's totals count the graph's pool, as PyTorch's own do.
+        key = "reserved_bytes.all.current"
+        assert torch.cuda.memory_stats()[key] == genesis.cuda.memory_stats(0)[key] + pools[0]["stats"][key] > 0
+        x.fill_(2.0)
+        g.replay()
+        torch.cuda.synchronize()
+        assert float(out) == 7.0 * (1 << 20)
+        # What the program allocates outside the graph never lands on the graph's memory.
+        junk = [torch.full((1 << 20,), 5.0, device="cuda") for _ in range(16)]
+        x.fill_(1.0)
+        g.replay()
+        torch.cuda.synchronize()
+        assert float(out) == 4.0 * (1 << 20) and all(float(j[0]) == 5.0 for j in junk)
+        del g
+        gc.collect()
+        assert genesis._C._torch_private_pools()[0]["released"], "the graph's outputs still hold its pool"
+        del out, z
+        gc.collect()
+        assert genesis._C._torch_private_pools() == []
     """)
+
+
+def test_torch_compile_reduce_overhead_runs_on_genesis():
+    run("""
+        gt.use_genesis_allocator()
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 256)).cuda()
+        cm = torch.compile(m, mode="reduce-overhead")
+        with torch.no_grad():
+            for i in range(6):
+                x = torch.randn(64, 256, device="cuda")
+                torch.testing.assert_close(cm(x).clone(), m(x), rtol=2e-3, atol=2e-3)
+        assert genesis._C._torch_private_pools(), "no private pool: the graphs were not captured on Genesis"
+    """, timeout=600)
 
 
 def test_snapshots_of_the_pytorch_program_feed_memory_viz(tmp_path):

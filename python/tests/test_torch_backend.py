@@ -266,3 +266,89 @@ def test_genesis_torch_needs_torch_only_when_used():
             gt.mem_pool()
     else:  # pragma: no cover - machines with torch run test_torch_allocator.py
         pytest.skip("torch is installed here")
+
+
+# --- private pools (CUDA graph captures, use_mem_pool regions) --------------
+
+def begin_pool(lib, pool, streams, device=0):
+    """beginAllocateToPool as PyTorch calls it: `streams` are the ones the region covers."""
+    _C._torch_call_begin_pool(lib.address(_library.HOOKS["begin_allocate_to_pool"]), device, pool[0], pool[1],
+                              list(streams))
+
+
+def pool_hook(lib, role, pool, device=0):
+    _C._torch_call_pool_hook(lib.address(_library.HOOKS[role]), device, pool[0], pool[1])
+
+
+def private_pools():
+    return {tuple(p["id"]): p for p in _C._torch_private_pools()}
+
+
+def test_a_capture_is_served_from_a_private_pool_that_lives_until_released(lib, sim):
+    cap, other = sim.create_stream(), sim.create_stream()
+    x = malloc(lib, 4 * MiB, stream=other)
+    assert private_pools() == {}
+    begin_pool(lib, (7, 1), [cap])
+    t = malloc(lib, 3 * MiB, stream=cap)          # the capture's: from its pool
+    o = malloc(lib, 2 * MiB, stream=other)        # another stream's: the shared allocator
+    assert sim.owns(x) and sim.owns(o) and not sim.owns(t)
+    p = private_pools()[(7, 1)]
+    assert p["open"] == 1 and p["live_blocks"] == 1 and p["stats"]["allocated_bytes"] == 3 * MiB
+    assert sim.memory_stats()["allocated_bytes"] == 6 * MiB
+
+    # Freed during the capture: later allocations of the capture reuse it (they replay after it).
+    free(lib, t, 3 * MiB, stream=cap)
+    t2 = malloc(lib, 3 * MiB, stream=cap)
+    assert t2 == t
+    # Used by another stream during the capture: held until the capture ends.
+    record_stream(lib, t2, other)
+    free(lib, t2, 3 * MiB, stream=cap)
+    t3 = malloc(lib, 3 * MiB, stream=cap)
+    assert t3 != t2
+    assert private_pools()[(7, 1)]["held_blocks"] == 1
+    pool_hook(lib, "end_allocate_to_pool", (7, 1))
+    p = private_pools()[(7, 1)]
+    assert p["open"] == 0 and p["held_blocks"] == 0 and p["live_blocks"] == 1
+    reserved = p["stats"]["reserved_bytes"]
+    assert reserved >= 6 * MiB
+
+    # After the region nothing is routed to the pool, and empty_cache leaves the pool alone.
+    y = malloc(lib, 3 * MiB, stream=cap)
+    assert sim.owns(y)
+    c_fn(lib, _library.HOOKS["reset"], None)()
+    assert private_pools()[(7, 1)]["stats"]["reserved_bytes"] == reserved
+
+    # Released while a graph output still lives: the pool goes with the last block.
+    pool_hook(lib, "release_pool", (7, 1))
+    assert private_pools()[(7, 1)]["released"] is True
+    free(lib, t3, 3 * MiB, stream=cap)
+    assert private_pools() == {}
+    for ptr, n, s in ((x, 4, other), (o, 2, other), (y, 3, cap)):
+        free(lib, ptr, n * MiB, stream=s)
+    assert sim.memory_stats()["allocated_bytes"] == 0
+    assert lib.last_error() == ""
+
+
+def test_pools_are_kept_apart_and_errors_are_clear(lib, sim):
+    a, b = sim.create_stream(), sim.create_stream()
+    begin_pool(lib, (1, 1), [a])
+    begin_pool(lib, (1, 2), [b])
+    pa = malloc(lib, MiB, stream=a)
+    pb = malloc(lib, MiB, stream=b)
+    pools = private_pools()
+    assert pools[(1, 1)]["live_blocks"] == 1 and pools[(1, 2)]["live_blocks"] == 1
+    # Out of memory inside a pool is PyTorch's OOM, with Genesis's explanation.
+    with pytest.raises(RuntimeError, match="CUDA out of memory"):
+        malloc(lib, 1 << 40, stream=a)
+    # Ending a region that is not open is harmless; releasing an unknown pool too.
+    pool_hook(lib, "end_allocate_to_pool", (9, 9))
+    pool_hook(lib, "release_pool", (9, 9))
+    for pool, ptr, s in (((1, 1), pa, a), ((1, 2), pb, b)):
+        pool_hook(lib, "end_allocate_to_pool", pool)
+        free(lib, ptr, MiB, stream=s)
+        assert private_pools()[pool]["live_blocks"] == 0   # kept: not released yet
+        pool_hook(lib, "release_pool", pool)
+        assert pool not in private_pools()
+    # A free of a pointer nobody gave out is still reported, not fatal.
+    free(lib, 0x1234, 16)
+    assert lib.last_error() != ""

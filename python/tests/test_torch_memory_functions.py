@@ -59,6 +59,9 @@ class SimSource:
     def record_history(self, **kwargs):
         gmem._record_memory_history(device=self.sim, **kwargs)
 
+    def pool_live(self, device, pool):
+        return {(0, 5): [0x1000, 0x2000]}.get(pool)
+
 
 def refuse(what):
     def f(*args):
@@ -185,6 +188,15 @@ def test_the_originals_are_kept_once(torch_c, sim):
     with pytest.raises(RuntimeError, match="does not yet support"):
         _torch_api.original(torch_c, "_cuda_memoryStats")(0)
     assert _torch_api.original(types.SimpleNamespace(), "_cuda_memoryStats") is None
+
+
+def test_a_graph_pool_holds_what_torch_compile_expects(torch_c, sim):
+    _torch_api.install(torch_c, SimSource(sim))
+    check = torch_c._cuda_checkPoolLiveAllocations
+    assert check(0, (0, 5), {0x1000, 0x2000}) is True
+    assert check(0, (0, 5), {0x1000}) is False
+    assert check(0, (0, 5), {0x1000, 0x2000, 0x3000}) is False
+    assert check(0, (0, 6), set()) is True and check(0, (0, 6), {0x1000}) is False
 
 
 def test_missing_keys_read_as_zero():

@@ -14,8 +14,12 @@
 //   genesis_torch_record_stream                          for set_record_stream_fn
 //   genesis_torch_empty_cache                            for set_reset_fn (torch.cuda.empty_cache)
 //   genesis_torch_set_memory_fraction                    for set_memory_fraction_fn
-//   genesis_torch_begin_allocate_to_pool                 for set_begin_allocate_to_pool: a clear
-//                                                        error (no private pools behind Genesis)
+//   genesis_torch_begin_allocate_to_pool                 for set_begin_allocate_to_pool,
+//   genesis_torch_end_allocate_to_pool                   set_end_allocate_to_pool_fn and
+//   genesis_torch_release_pool                           set_release_pool: CUDA graph private pools
+//                                                        (Note [Private pools behind PyTorch])
+//   genesis_torch_refuse_private_pools                   for set_begin_allocate_to_pool where PyTorch
+//                                                        lacks the other two hooks: a clear error
 //   genesis_torch_attach, genesis_torch_last_error       for genesis.torch (ctypes)
 //
 // It needs neither CUDA nor Python to load: a stream is an opaque pointer
@@ -172,21 +176,56 @@ GENESIS_TORCH_EXPORT void genesis_torch_set_memory_fraction(double fraction, int
   backend().set_memory_fraction(fraction, device);
 }
 
-// PyTorch's type of this hook is
+// PyTorch's types of these hooks are
 //   void(int, c10::cuda::MempoolId_t, std::function<bool(cudaStream_t)>)
+//   void(int, c10::cuda::MempoolId_t)
 // with MempoolId_t = std::pair<unsigned long long, unsigned long long>:
-// declared with the same standard types, so that the call matches the ABI.
-// It begins a CUDA graph capture or a use_mem_pool region; Genesis has no
-// private pools, and an allocation made during a capture would be freed and
-// reused behind the graph's back, so the region is refused before it starts.
-GENESIS_TORCH_EXPORT void genesis_torch_begin_allocate_to_pool(int device,
-                                                               std::pair<unsigned long long, unsigned long long>,
-                                                               std::function<bool(cudaStream_t)>) {
+// declared with the same standard types, so that the calls match the ABI.
+// They begin and end a CUDA graph capture or a use_mem_pool region, and
+// release its pool when the graph goes (Note [Private pools behind
+// PyTorch] in python/src/py_torch_backend.cpp). PyTorch's route (which
+// streams the region covers) is a C++ object: this library keeps a copy
+// for as long as the region is open and hands Genesis a plain function.
+using PoolId = std::pair<unsigned long long, unsigned long long>;
+using PoolRoute = std::function<bool(cudaStream_t)>;
+
+int call_route(void* stream, void* ctx) {
+  try {
+    return (*static_cast<PoolRoute*>(ctx))(static_cast<cudaStream_t>(stream)) ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+GENESIS_TORCH_EXPORT void genesis_torch_begin_allocate_to_pool(int device, PoolId pool, PoolRoute route) {
+  shim_error.clear();
+  auto* kept = new PoolRoute(std::move(route));
+  try {
+    backend().begin_pool(device, pool.first, pool.second, &call_route, kept);
+  } catch (...) {
+    delete kept;
+    throw;
+  }
+}
+
+GENESIS_TORCH_EXPORT void genesis_torch_end_allocate_to_pool(int device, PoolId pool) {
+  shim_error.clear();
+  delete static_cast<PoolRoute*>(backend().end_pool(device, pool.first, pool.second));
+}
+
+GENESIS_TORCH_EXPORT void genesis_torch_release_pool(int device, PoolId pool) {
+  shim_error.clear();
+  backend().release_pool(device, pool.first, pool.second);
+}
+
+// For a PyTorch whose pluggable allocator takes a begin hook but not the end
+// and release ones: a region that could never end is refused before it starts.
+GENESIS_TORCH_EXPORT void genesis_torch_refuse_private_pools(int device, PoolId, PoolRoute) {
   throw std::runtime_error(
       "Genesis allocator (cuda:" + std::to_string(device) +
-      "): CUDA graph capture and torch.cuda.use_mem_pool need private memory pools, which the Genesis allocator "
-      "does not provide while it is PyTorch's allocator. Use genesis.torch.mem_pool() with PyTorch's own "
-      "allocator instead, or capture without Genesis");
+      "): CUDA graph capture and torch.cuda.use_mem_pool need private memory pools, and this PyTorch's "
+      "pluggable allocator cannot tell Genesis when a capture ends. Use genesis.torch.mem_pool() with PyTorch's "
+      "own allocator instead, or capture without Genesis");
 }
 
 // 0 on success; otherwise genesis_torch_last_error() says why. Attaching the

@@ -94,6 +94,26 @@ void set_device(int device) {
 #endif
 }
 
+RelaxedCaptureMode::RelaxedCaptureMode() noexcept {
+#if GENESIS_WITH_CUDA
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  if (cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess) {
+    previous_ = static_cast<int>(mode);
+    changed_ = true;
+  } else {
+    (void)cudaGetLastError();
+  }
+#endif
+}
+
+RelaxedCaptureMode::~RelaxedCaptureMode() {
+#if GENESIS_WITH_CUDA
+  if (!changed_) return;
+  auto mode = static_cast<cudaStreamCaptureMode>(previous_);
+  if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) (void)cudaGetLastError();
+#endif
+}
+
 void synchronize_device(int device) {
   if (device_count() == 0) detail::throw_cuda_unavailable("synchronize_device()", __FILE__, __LINE__);
 #if GENESIS_WITH_CUDA

@@ -36,6 +36,24 @@ int current_device();
 /// is not available or the index is invalid.
 void set_device(int device);
 
+/// Within its scope this thread's CUDA calls do not invalidate a stream
+/// capture in progress (cudaStreamCaptureModeRelaxed): an allocator may then
+/// call cudaMalloc while a CUDA graph is being captured, which the default
+/// capture mode forbids (Note [Private pools behind PyTorch] in
+/// python/src/py_torch_backend.cpp). The thread's previous mode comes back at
+/// the end. Does nothing without CUDA or a driver.
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode() noexcept;
+  ~RelaxedCaptureMode();
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool changed_ = false;
+};
+
 /// Blocks until all work queued on `device` has finished. Throws CudaError
 /// when CUDA is not available or queued work failed. Restores the calling
 /// thread's current device.

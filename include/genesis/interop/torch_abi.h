@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define GENESIS_TORCH_ABI_VERSION 1u
+#define GENESIS_TORCH_ABI_VERSION 2u
 
 /* Flags of malloc/free. */
 /* Out of memory: throw a C++ exception (what() starts with
@@ -73,6 +73,18 @@ typedef struct GenesisTorchBackend {
    * Genesis explanation of an OOM included), "" when its last call
    * succeeded. Valid until the thread's next call. */
   const char* (*last_error)(void);
+  /* Private pools (Note [Private pools behind PyTorch] in
+   * python/src/py_torch_backend.cpp). From begin_pool until the matching
+   * end_pool, malloc on `device` for a stream that route(stream, ctx)
+   * accepts (nonzero) is served by the private pool (pool_a, pool_b) of
+   * `device`, made on first use; its memory is kept for the pool's blocks
+   * until release_pool, after which it goes back to the driver once its last
+   * block is freed. end_pool returns the ctx of the region it ends (NULL if
+   * none was open), for its owner to dispose of. begin_pool throws on a bad
+   * device. */
+  void (*begin_pool)(int device, uint64_t pool_a, uint64_t pool_b, int (*route)(void* stream, void* ctx), void* ctx);
+  void* (*end_pool)(int device, uint64_t pool_a, uint64_t pool_b);
+  void (*release_pool)(int device, uint64_t pool_a, uint64_t pool_b);
 } GenesisTorchBackend;
 
 /* Exported by genesis._C. */

@@ -111,7 +111,16 @@ def use_genesis_allocator(conf=None, **options):
         forwarded = _set_hook(inner, "set_record_stream_fn", lib, "record_stream")
         _set_hook(inner, "set_reset_fn", lib, "reset")
         _set_hook(inner, "set_memory_fraction_fn", lib, "memory_fraction")
-        _set_hook(inner, "set_begin_allocate_to_pool", lib, "begin_allocate_to_pool")
+        # CUDA graph captures and use_mem_pool regions get private pools
+        # (Note [Private pools behind PyTorch] in python/src/py_torch_backend.cpp)
+        # if PyTorch can say when a region ends and when its pool goes.
+        pool_hooks = ("set_end_allocate_to_pool_fn", "set_release_pool", "set_begin_allocate_to_pool")
+        if all(hasattr(inner, h) for h in pool_hooks):
+            _set_hook(inner, "set_end_allocate_to_pool_fn", lib, "end_allocate_to_pool")
+            _set_hook(inner, "set_release_pool", lib, "release_pool")
+            _set_hook(inner, "set_begin_allocate_to_pool", lib, "begin_allocate_to_pool")
+        else:
+            _set_hook(inner, "set_begin_allocate_to_pool", lib, "refuse_private_pools")
         if not forwarded:
             warnings.warn("this PyTorch cannot forward tensor.record_stream() to a pluggable allocator: "
                           "synchronise streams yourself before freeing a tensor another stream still uses",

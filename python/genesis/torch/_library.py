@@ -22,6 +22,9 @@ HOOKS = {
     "reset": "genesis_torch_empty_cache",
     "memory_fraction": "genesis_torch_set_memory_fraction",
     "begin_allocate_to_pool": "genesis_torch_begin_allocate_to_pool",
+    "end_allocate_to_pool": "genesis_torch_end_allocate_to_pool",
+    "release_pool": "genesis_torch_release_pool",
+    "refuse_private_pools": "genesis_torch_refuse_private_pools",
 }
 
 _lock = threading.Lock()

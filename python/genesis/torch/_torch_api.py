@@ -20,7 +20,9 @@ PyTorch's own return:
                                               that Genesis's memory_stats()
                                               carries with PyTorch's name
                                               (Note [PyTorch's statistic
-                                              names]), and its counters
+                                              names]), and its counters, with
+                                              the CUDA graphs' private pools
+                                              added in as PyTorch adds its own
     _cuda_resetPeakMemoryStats(device)        peaks become current values
     _cuda_resetAccumulatedMemoryStats(device) totals and counters restart,
                                               peaks kept
@@ -31,6 +33,9 @@ PyTorch's own return:
     _cuda_record_memory_history(...)          genesis.cuda.memory.
     _cuda_record_memory_history_legacy(...)   _record_memory_history()
     _cuda_isHistoryEnabled()                  whether that is recording
+    _cuda_checkPoolLiveAllocations(d, id, s)  whether a CUDA graph's private
+                                              pool holds exactly the blocks s
+                                              (torch.compile's graph trees ask)
 
 Everything above torch._C (torch.cuda.memory_summary's table,
 _dump_snapshot's pickle, max_memory_allocated's key lookup) is PyTorch's own
@@ -50,6 +55,7 @@ _FIELDS = ("current", "peak", "allocated", "freed")
 _COUNTERS = ("num_alloc_retries", "num_ooms", "max_split_size", "num_sync_all_streams", "num_device_alloc",
              "num_device_free")
 _OVERSIZE = ("oversize_allocations", "oversize_segments")
+_SUMMED_COUNTERS = ("num_alloc_retries", "num_ooms", "num_sync_all_streams", "num_device_alloc", "num_device_free")
 
 # Actions PyTorch's history knows and Genesis never records: skipping them is
 # a no-op, not an error.
@@ -57,7 +63,7 @@ _PYTORCH_ONLY_ACTIONS = ("snapshot", "annotate", "user_defined")
 
 _ROUTED = ("_cuda_memoryStats", "_cuda_resetPeakMemoryStats", "_cuda_resetAccumulatedMemoryStats",
            "_cuda_memorySnapshot", "_cuda_record_memory_history", "_cuda_record_memory_history_legacy",
-           "_cuda_isHistoryEnabled")
+           "_cuda_isHistoryEnabled", "_cuda_checkPoolLiveAllocations")
 
 def nested_stats(flat):
     """PyTorch's nested statistics (what torch._C._cuda_memoryStats returns)
@@ -79,8 +85,20 @@ class GenesisSource:
     methods take the same arguments."""
 
     def stats(self, device):
-        from .. import cuda
-        return cuda.memory_stats(device)
+        """The device's allocator, plus the private pools of its CUDA graphs
+        (Note [Private pools behind PyTorch]), whose memory PyTorch's own
+        totals include too. A pool's peaks add to the allocator's: an upper
+        bound of the peak of the sum."""
+        from .. import _C, cuda
+        s = dict(cuda.memory_stats(device))
+        index = cuda.current_device() if device is None else device
+        for pool in _C._torch_private_pools():
+            if pool["device"] != index:
+                continue
+            for k, v in pool["stats"].items():
+                if isinstance(v, int) and k in s and (k.count(".") == 2 or k in _SUMMED_COUNTERS):
+                    s[k] += v
+        return s
 
     def reset_peaks(self, device):
         from .. import cuda
@@ -93,6 +111,12 @@ class GenesisSource:
     def snapshot(self):
         from ..cuda import memory
         return memory._snapshot()
+
+    def pool_live(self, device, pool):
+        """Addresses of the live blocks of a CUDA graph's private pool, None
+        if there is no such pool."""
+        from .. import _C
+        return _C._torch_private_pool_live(device, int(pool[0]), int(pool[1]))
 
     def record_history(self, **kwargs):
         from ..cuda import memory
@@ -162,6 +186,13 @@ def make_functions(source, originals):
     def history_enabled():
         return history["enabled"]
 
+    def check_pool_live(device, mempool_id, expected):
+        # torch.compile's CUDA graph trees check that a graph pool holds
+        # exactly the storages they expect to be alive.
+        live = source.pool_live(device, tuple(mempool_id))
+        expected = set(expected)
+        return len(expected) == 0 if live is None else set(live) == expected
+
     return {
         "_cuda_memoryStats": memory_stats,
         "_cuda_resetPeakMemoryStats": reset_peak,
@@ -170,6 +201,7 @@ def make_functions(source, originals):
         "_cuda_record_memory_history": record_history,
         "_cuda_record_memory_history_legacy": record_history_legacy,
         "_cuda_isHistoryEnabled": history_enabled,
+        "_cuda_checkPoolLiveAllocations": check_pool_live,
     }
 
 
