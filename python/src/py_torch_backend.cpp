@@ -185,8 +185,10 @@ void open_python_site(std::optional<AllocationSite>& site) {
 // torch.cuda.MemPool while a pluggable allocator is current (it asks the
 // allocator for createOrIncrefPool, which the pluggable one refuses), so
 // the pools are CUDA graphs'. torch.compile's graph trees also check what a
-// pool holds (_cuda_checkPoolLiveAllocations, answered by genesis.torch
-// from _torch_private_pool_live).
+// pool holds and checkpoint it after each recording, which genesis.torch
+// answers from _torch_private_pool_live; restoring a checkpoint (a second
+// path of graphs over one pool) would need blocks re-created at given
+// addresses, and is refused with a clear error.
 struct PrivatePool {
   int device = 0;
   std::uint64_t a = 0, b = 0;  // PyTorch's MempoolId_t

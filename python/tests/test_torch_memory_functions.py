@@ -197,6 +197,11 @@ def test_a_graph_pool_holds_what_torch_compile_expects(torch_c, sim):
     assert check(0, (0, 5), {0x1000}) is False
     assert check(0, (0, 5), {0x1000, 0x2000, 0x3000}) is False
     assert check(0, (0, 6), set()) is True and check(0, (0, 6), {0x1000}) is False
+    # The graph trees checkpoint the pool after each recording; a restore is refused, saying what to do.
+    state = torch_c._cuda_getCheckpointState(0, (0, 5))
+    assert state.live == (0x1000, 0x2000) and state.pool == (0, 5)
+    with pytest.raises(RuntimeError, match="cannot restore a CUDA graph pool.*max-autotune-no-cudagraphs"):
+        torch_c._cuda_setCheckpointPoolState(0, state, [], [])
 
 
 def test_missing_keys_read_as_zero():

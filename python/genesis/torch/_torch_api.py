@@ -36,6 +36,14 @@ PyTorch's own return:
     _cuda_checkPoolLiveAllocations(d, id, s)  whether a CUDA graph's private
                                               pool holds exactly the blocks s
                                               (torch.compile's graph trees ask)
+    _cuda_getCheckpointState(d, id)           the pool's live blocks, which the
+    _cuda_setCheckpointPoolState(...)         graph trees take after each
+                                              recording; restoring one (a
+                                              second path of graphs over the
+                                              pool) is refused with a clear
+                                              error: Genesis's pools cannot
+                                              re-create blocks at given
+                                              addresses
 
 Everything above torch._C (torch.cuda.memory_summary's table,
 _dump_snapshot's pickle, max_memory_allocated's key lookup) is PyTorch's own
@@ -63,7 +71,26 @@ _PYTORCH_ONLY_ACTIONS = ("snapshot", "annotate", "user_defined")
 
 _ROUTED = ("_cuda_memoryStats", "_cuda_resetPeakMemoryStats", "_cuda_resetAccumulatedMemoryStats",
            "_cuda_memorySnapshot", "_cuda_record_memory_history", "_cuda_record_memory_history_legacy",
-           "_cuda_isHistoryEnabled", "_cuda_checkPoolLiveAllocations")
+           "_cuda_isHistoryEnabled", "_cuda_checkPoolLiveAllocations", "_cuda_getCheckpointState",
+           "_cuda_setCheckpointPoolState")
+
+_NO_RESTORE = ("Genesis behind PyTorch cannot restore a CUDA graph pool to a checkpoint, which torch.compile's "
+               "CUDA graph trees (mode='reduce-overhead') ask for when they record a second path of graphs "
+               "over the same pool. Compile with mode='max-autotune-no-cudagraphs' (or set "
+               "torch._inductor.config.triton.cudagraphs = False), capture with torch.cuda.graph, or run this "
+               "program on PyTorch's own allocator")
+
+
+class PoolCheckpoint:
+    """What torch._C._cuda_getCheckpointState returns behind Genesis: the
+    live blocks of a CUDA graph's private pool at that moment (Genesis
+    cannot restore it; _cuda_setCheckpointPoolState says so)."""
+
+    def __init__(self, device, pool, live):
+        self.device, self.pool, self.live = device, tuple(pool), tuple(live or ())
+
+    def __repr__(self):
+        return f"PoolCheckpoint(device={self.device}, pool={self.pool}, live_blocks={len(self.live)})"
 
 def nested_stats(flat):
     """PyTorch's nested statistics (what torch._C._cuda_memoryStats returns)
@@ -193,6 +220,14 @@ def make_functions(source, originals):
         expected = set(expected)
         return len(expected) == 0 if live is None else set(live) == expected
 
+    def checkpoint_state(device, mempool_id):
+        # Taken at the end of every recording of torch.compile's graph trees;
+        # only a restore (a second path over the pool) needs more.
+        return PoolCheckpoint(device, mempool_id, source.pool_live(device, tuple(mempool_id)))
+
+    def restore_checkpoint(device, state, stale_storages, storages_to_add_deleters):
+        raise RuntimeError(_NO_RESTORE)
+
     return {
         "_cuda_memoryStats": memory_stats,
         "_cuda_resetPeakMemoryStats": reset_peak,
@@ -202,6 +237,8 @@ def make_functions(source, originals):
         "_cuda_record_memory_history_legacy": record_history_legacy,
         "_cuda_isHistoryEnabled": history_enabled,
         "_cuda_checkPoolLiveAllocations": check_pool_live,
+        "_cuda_getCheckpointState": checkpoint_state,
+        "_cuda_setCheckpointPoolState": restore_checkpoint,
     }
 
 
