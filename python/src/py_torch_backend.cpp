@@ -212,10 +212,13 @@ struct PrivateBlock {
   bool other_streams;  // record_stream during a capture
 };
 
-std::mutex pools_mutex;
-std::vector<std::unique_ptr<PrivatePool>> pools;  // a few: one per graph pool
-std::vector<Route> routes;
-std::unordered_map<void*, PrivateBlock> private_blocks;
+// Made once and never destroyed: PyTorch frees tensors (graph outputs among
+// them) while the process exits, after this file's statics would be gone, and
+// a pool's allocator must not return its segments after CUDA has unloaded.
+std::mutex& pools_mutex = *new std::mutex;
+std::vector<std::unique_ptr<PrivatePool>>& pools = *new std::vector<std::unique_ptr<PrivatePool>>;  // one per graph pool
+std::vector<Route>& routes = *new std::vector<Route>;
+std::unordered_map<void*, PrivateBlock>& private_blocks = *new std::unordered_map<void*, PrivateBlock>;
 std::atomic<int> open_route_count{0};
 std::atomic<std::size_t> private_block_count{0};
 
