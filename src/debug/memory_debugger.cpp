@@ -188,7 +188,10 @@ void MemoryDebugger::run() {
         cost_.thread_cpu_ns = cpu1 - cpu_start;
         cost_.source_elapsed_ns = last_ns_ - first_ns_;
       }
-      if (last || stop_.load()) break;
+      // A stop that came while this round sampled gets a round of its own
+      // (advance_to returns at once): the reports then end at the stop, with
+      // its sites, not at a sample taken before the program's last changes.
+      if (last) break;
       next = following;
     }
   } catch (...) {

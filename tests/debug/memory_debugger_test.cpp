@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "debug_test_util.h"
@@ -81,6 +82,29 @@ TEST(MemoryDebugger, DurationAndStop) {
   forever.wait();
   forever.stop();
   EXPECT_GE(forever.cost().rounds, 1u);
+}
+
+// A stop that comes while a round samples still gets a round of its own, so
+// that the reports end at the stop (with the sites held then), not at a
+// sample taken before the program's last changes.
+TEST(MemoryDebugger, AStopWhileARoundSamplesEndsWithARoundOfItsOwn) {
+  const SawtoothJob job = leaky_job();
+  FakeSource endless([&](double t) { return job.at(t); }, 0, leaky_sites);
+  MemoryDebugger debugger(endless);
+  std::atomic<int> calls{0};
+  std::atomic<bool> stopped{false};
+  debugger.on_sample([&](const std::string&, const MemorySample&) {
+    if (calls.fetch_add(1) == 0)
+      while (!stopped.load()) std::this_thread::yield();  // the first round is still running
+  });
+  debugger.start();
+  while (calls.load() == 0) std::this_thread::yield();
+  debugger.stop_flag() = true;
+  stopped = true;
+  debugger.wait();
+  debugger.stop();
+  EXPECT_EQ(debugger.cost().rounds, 2u);  // the round the stop came in, and a last one
+  EXPECT_EQ(calls.load(), 2);
 }
 
 TEST(MemoryDebugger, RejectsBadOptions) {
