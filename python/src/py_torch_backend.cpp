@@ -179,7 +179,8 @@ void open_python_site(std::optional<AllocationSite>& site) {
 //   - empty_cache leaves pools alone; release_pool marks one released, and
 //     its segments go back to the driver when its last block is freed (a
 //     graph's outputs may outlive the graph).
-// While no pool exists, routing costs malloc and free one relaxed load each.
+// While no pool exists, routing costs malloc and free one relaxed load each
+// (the lists themselves are read under pools_mutex, which orders them).
 // A torch.cuda.use_mem_pool region would arrive through the same calls (a
 // route that accepts the current thread), but PyTorch 2.11 cannot make a
 // torch.cuda.MemPool while a pluggable allocator is current (it asks the
@@ -343,7 +344,7 @@ void* backend_malloc(std::ptrdiff_t size, int device, void* stream, std::uint32_
   if (size == 0) return nullptr;
   try {
     GENESIS_CHECK(size > 0, "cannot allocate a negative number of bytes (", size, ")");
-    if (open_route_count.load(std::memory_order_acquire) > 0) {
+    if (open_route_count.load(std::memory_order_relaxed) > 0) {
       if (void* p = private_malloc(static_cast<std::size_t>(size), device, stream)) return p;
     }
     CachingAllocator& a = allocator_of(device);
@@ -370,7 +371,7 @@ void backend_free(void* ptr, std::ptrdiff_t, int device, void*, std::uint32_t fl
   last_error.clear();
   if (ptr == nullptr) return;
   try {
-    if (private_block_count.load(std::memory_order_acquire) > 0 && private_free(ptr)) return;
+    if (private_block_count.load(std::memory_order_relaxed) > 0 && private_free(ptr)) return;
     CachingAllocator& a = allocator_of(device);
     if ((flags & GENESIS_TORCH_POOL) != 0) wait_for_device(device, a);
     a.deallocate(ptr);
@@ -391,7 +392,7 @@ void backend_free(void* ptr, std::ptrdiff_t, int device, void*, std::uint32_t fl
 void backend_record_stream(void* ptr, void* stream) {
   last_error.clear();
   try {
-    if (private_block_count.load(std::memory_order_acquire) > 0 && private_record_stream(ptr, stream)) return;
+    if (private_block_count.load(std::memory_order_relaxed) > 0 && private_record_stream(ptr, stream)) return;
     CachingAllocator* owner = redirect.load(std::memory_order_acquire);
     if (owner == nullptr) {
       for (auto& slot : device_allocators) {
@@ -452,7 +453,7 @@ void backend_begin_pool(int device, std::uint64_t a, std::uint64_t b, int (*acce
     pool->released = false;
     ++pool->open_routes;
     routes.push_back(Route{device, a, b, accepts, ctx, pool});
-    open_route_count.fetch_add(1, std::memory_order_release);
+    open_route_count.fetch_add(1, std::memory_order_relaxed);
   } catch (const Error& e) {
     last_error = e.message();
     throw std::runtime_error("Genesis allocator (cuda:" + std::to_string(device) + "): " + e.message());
@@ -468,7 +469,7 @@ void* backend_end_pool(int device, std::uint64_t a, std::uint64_t b) {
   void* ctx = it->ctx;
   PrivatePool* pool = it->pool;
   routes.erase(it);
-  open_route_count.fetch_sub(1, std::memory_order_release);
+  open_route_count.fetch_sub(1, std::memory_order_relaxed);
   if (--pool->open_routes == 0) {
     for (void* p : pool->held) give_back_locked(pool, p);
     pool->held.clear();

@@ -14,14 +14,8 @@ from genesis.torch import _torch_api
 
 MiB = 1 << 20
 
-ARRAYS = ("allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes", "active_bytes",
-          "inactive_split_bytes", "requested_bytes")
-POOLS = ("all", "small_pool", "large_pool")
-FIELDS = ("current", "peak", "allocated", "freed")
-COUNTERS = ("num_alloc_retries", "num_ooms", "max_split_size", "num_sync_all_streams", "num_device_alloc",
-            "num_device_free")
-PYTORCH_KEYS = ({f"{a}.{p}.{f}" for a in ARRAYS for p in POOLS for f in FIELDS} | set(COUNTERS)
-                | {f"{o}.{f}" for o in ("oversize_allocations", "oversize_segments") for f in FIELDS})
+# torch.cuda.memory_stats()'s keys, written down from PyTorch apart from the code under test.
+from test_memory_stats_torch_keys import PYTORCH_KEYS  # noqa: E402
 
 
 def flatten(nested, prefix=""):

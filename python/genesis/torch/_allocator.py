@@ -111,7 +111,7 @@ def use_genesis_allocator(conf=None, **options):
         forwarded = _set_hook(inner, "set_record_stream_fn", lib, "record_stream")
         _set_hook(inner, "set_reset_fn", lib, "reset")
         _set_hook(inner, "set_memory_fraction_fn", lib, "memory_fraction")
-        # CUDA graph captures and use_mem_pool regions get private pools
+        # CUDA graph captures get private pools
         # (Note [Private pools behind PyTorch] in python/src/py_torch_backend.cpp)
         # if PyTorch can say when a region ends and when its pool goes.
         pool_hooks = ("set_end_allocate_to_pool_fn", "set_release_pool", "set_begin_allocate_to_pool")

@@ -63,7 +63,7 @@ _FIELDS = ("current", "peak", "allocated", "freed")
 _COUNTERS = ("num_alloc_retries", "num_ooms", "max_split_size", "num_sync_all_streams", "num_device_alloc",
              "num_device_free")
 _OVERSIZE = ("oversize_allocations", "oversize_segments")
-_SUMMED_COUNTERS = ("num_alloc_retries", "num_ooms", "num_sync_all_streams", "num_device_alloc", "num_device_free")
+_SUMMED_COUNTERS = tuple(c for c in _COUNTERS if c != "max_split_size")  # what a graph pool adds to
 
 # Actions PyTorch's history knows and Genesis never records: skipping them is
 # a no-op, not an error.
@@ -91,6 +91,7 @@ class PoolCheckpoint:
 
     def __repr__(self):
         return f"PoolCheckpoint(device={self.device}, pool={self.pool}, live_blocks={len(self.live)})"
+
 
 def nested_stats(flat):
     """PyTorch's nested statistics (what torch._C._cuda_memoryStats returns)
@@ -187,9 +188,8 @@ def make_functions(source, originals):
             host = originals.get("_cuda_record_memory_history")
             if host is None:
                 raise RuntimeError("record_pinned_host_memory: this PyTorch has no host memory history")
-            host(enabled, context, stacks, max_entries, clear_history,
-                                                      compile_context, global_record_annotations,
-                                                      list(skip_actions or ()), True, False)
+            host(enabled, context, stacks, max_entries, clear_history, compile_context, global_record_annotations,
+                 list(skip_actions or ()), True, False)
         if not record_cuda:
             return
         skip = [a for a in (skip_actions or ()) if a not in _PYTORCH_ONLY_ACTIONS]
