@@ -108,7 +108,7 @@ fi
 if want tests; then
   log "tests"
   t0=$(stamp)
-  if "$PY" -m pytest -q -ra python/tests/test_torch_allocator.py python/tests/test_torch_backend.py \
+  if "$PY" -m pytest -q -ra python/tests/test_torch_allocator.py python/tests/test_torch_backend.py python/tests/test_torch_memory_functions.py \
        python/tests/test_torch_snapshot.py python/tests/test_memory_stats_torch_keys.py \
        python/tests/test_alloc_conf.py python/tests/test_pickle_replay.py 2>&1 | tee "$OUT/torch_tests.log"; then
     record tests PASS "$(( $(stamp) - t0 )) s"

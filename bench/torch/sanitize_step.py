@@ -1,7 +1,8 @@
 """A short training loop on the Genesis allocator, for compute-sanitizer
 (scripts/torch_gpu.sh runs it under --tool memcheck): kernels of PyTorch
 reading and writing Genesis blocks, blocks reused across steps and streams,
-record_stream, an OOM and its recovery. Prints OK at the end.
+record_stream, an OOM and its recovery, and a CUDA graph captured into a
+private pool and replayed. Prints OK at the end.
 
     compute-sanitizer --tool memcheck python bench/torch/sanitize_step.py
 """
@@ -35,6 +36,26 @@ try:
         torch.empty(1 << 50, dtype=torch.uint8, device="cuda")
 except torch.OutOfMemoryError:
     pass
+# A graph captured on Genesis's private pool, replayed while the program
+# allocates outside it: the replays must read and write only the pool's blocks.
+static_x = torch.randn(128, 256, device="cuda")
+warm = torch.cuda.Stream()
+warm.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(warm), torch.no_grad():
+    model(static_x)
+torch.cuda.current_stream().wait_stream(warm)
+graph = torch.cuda.CUDAGraph()
+with torch.no_grad(), torch.cuda.graph(graph):
+    static_y = model(static_x).relu().sum(dim=1)
+outside = []
+for i in range(3):
+    static_x.copy_(torch.randn(128, 256, device="cuda"))
+    graph.replay()
+    outside.append(torch.full((1 << 16,), float(i), device="cuda"))
+    with torch.no_grad():
+        torch.testing.assert_close(static_y, model(static_x).relu().sum(dim=1))
+assert [float(t[0]) for t in outside] == [0.0, 1.0, 2.0]
+del graph, static_y
 torch.cuda.synchronize()
 print("loss", float(loss), "peak", gt.max_memory_allocated())
 print("OK")

@@ -71,6 +71,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -188,8 +189,9 @@ void open_python_site(std::optional<AllocationSite>& site) {
 // the pools are CUDA graphs'. torch.compile's graph trees also check what a
 // pool holds and checkpoint it after each recording, which genesis.torch
 // answers from _torch_private_pool_live; restoring a checkpoint (a second
-// path of graphs over one pool) would need blocks re-created at given
-// addresses, and is refused with a clear error.
+// path of graphs over one pool) re-creates blocks at their addresses
+// (_torch_private_pool_restore, CachingAllocator::allocate_at; Note
+// [Restoring a graph pool] in genesis/torch/_torch_api.py).
 struct PrivatePool {
   int device = 0;
   std::uint64_t a = 0, b = 0;  // PyTorch's MempoolId_t
@@ -564,6 +566,80 @@ void bind_torch_backend(py::module_& m) {
       },
       py::arg("device"), py::arg("a"), py::arg("b"),
       "Addresses of the live blocks of private pool (a, b) of `device` (None: no such pool).");
+  m.def(
+      "_torch_private_pool_blocks",
+      [](int device, unsigned long long a, unsigned long long b) -> py::object {
+        std::lock_guard<std::mutex> lock(pools_mutex);
+        PrivatePool* pool = find_pool(device, a, b);
+        if (pool == nullptr) return py::none();
+        py::list out;
+        for (const auto& [ptr, blk] : private_blocks) {
+          if (blk.pool != pool) continue;
+          const std::optional<memory::AllocationInfo> info = pool->alloc->allocation_info(ptr);
+          if (info) out.append(py::make_tuple(reinterpret_cast<std::uintptr_t>(ptr), info->size, info->requested));
+        }
+        return out;
+      },
+      py::arg("device"), py::arg("a"), py::arg("b"),
+      "The live blocks of private pool (a, b) of `device` as (address, size, requested) tuples (None: no such "
+      "pool): what a checkpoint of the pool records.");
+  m.def(
+      "_torch_private_pool_restore",
+      [](int device, unsigned long long a, unsigned long long b,
+         const std::vector<std::tuple<std::uintptr_t, std::size_t, std::size_t>>& blocks) {
+        // Note [Restoring a graph pool]: see genesis/torch/_torch_api.py.
+        std::lock_guard<std::mutex> lock(pools_mutex);
+        PrivatePool* pool = find_pool(device, a, b);
+        GENESIS_CHECK(pool != nullptr, "restoring CUDA graph pool (", a, ", ", b, ") of cuda:", device,
+                      ": Genesis holds no such pool (it was released, or never used)");
+        GENESIS_CHECK(pool->open_routes == 0, "restoring CUDA graph pool (", a, ", ", b,
+                      "): a capture or pool region is still allocating from it");
+        std::unordered_map<void*, std::size_t> want;
+        for (const auto& [addr, size, requested] : blocks) want.emplace(reinterpret_cast<void*>(addr), size);
+        for (const auto& [ptr, blk] : private_blocks) {
+          if (blk.pool != pool) continue;
+          auto it = want.find(ptr);
+          GENESIS_CHECK(it != want.end(), "restoring CUDA graph pool (", a, ", ", b, "): the block at ", ptr,
+                        " is allocated now but not in the checkpoint; the tensors using it must be freed "
+                        "(or passed as stale storages) first");
+          const std::size_t now = pool->alloc->allocation_size(ptr);
+          GENESIS_CHECK(now == it->second, "restoring CUDA graph pool (", a, ", ", b, "): the block at ", ptr, " is ",
+                        now, " bytes now and ", it->second, " in the checkpoint");
+        }
+        std::vector<void*> made;
+        try {
+          RelaxedCapture relaxed;
+          for (const auto& [addr, size, requested] : blocks) {
+            void* ptr = reinterpret_cast<void*>(addr);
+            if (private_blocks.count(ptr) != 0) continue;
+            void* p = pool->alloc->allocate_at(ptr, size, requested);
+            private_blocks.emplace(p, PrivateBlock{pool, false});
+            ++pool->live;
+            private_block_count.fetch_add(1, std::memory_order_relaxed);
+            made.push_back(p);
+          }
+        } catch (...) {
+          // All or nothing: the blocks made so far go back.
+          for (void* p : made) {
+            private_blocks.erase(p);
+            give_back_locked(pool, p);
+          }
+          throw;
+        }
+        py::list out;
+        for (void* p : made) out.append(reinterpret_cast<std::uintptr_t>(p));
+        return out;
+      },
+      py::arg("device"), py::arg("a"), py::arg("b"), py::arg("blocks"),
+      "Makes private pool (a, b) hold exactly `blocks` ((address, size, requested) tuples, as "
+      "_torch_private_pool_blocks gave them), re-creating the missing ones at their addresses; every block "
+      "allocated now must be one of them. Returns the addresses re-created. All or nothing.");
+  m.def(
+      "_torch_private_free",
+      [](std::uintptr_t ptr) { return private_free(reinterpret_cast<void*>(ptr)); },
+      py::arg("ptr"),
+      "Frees `ptr` if it is a block of a private pool, without PyTorch (whose pluggable allocator does not know "
+      "blocks a restore re-created); returns whether it was one.");
   m.def("_torch_bad_frees", [] { return bad_frees.load(std::memory_order_relaxed); },
         "Frees from PyTorch that Genesis refused (reported on stderr).");
   // The shim's exported functions are called by PyTorch, which catches C++

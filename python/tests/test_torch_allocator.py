@@ -291,6 +291,71 @@ def test_torch_compile_reduce_overhead_runs_on_genesis():
     """, timeout=600)
 
 
+def test_graph_trees_record_a_second_path_over_a_restored_pool():
+    """torch.compile's CUDA graph trees: f then g recorded as one path; then
+    f replayed and h (not a child of f) recorded after it, which restores the
+    pool to its state after f while f's output lives. Every result must stay
+    right, and the pool must end holding nothing once the outputs are gone."""
+    run("""
+        gt.use_genesis_allocator()
+        torch.manual_seed(0)
+        w1 = torch.randn(256, 512, device="cuda")
+        w2 = torch.randn(512, 128, device="cuda")
+        f = torch.compile(lambda x: (x @ w1).relu(), mode="reduce-overhead")
+        g = torch.compile(lambda y: (y @ w2).sum(1), mode="reduce-overhead")
+        h = torch.compile(lambda y: (y * 2).amax(1), mode="reduce-overhead")
+        restores = []
+        orig = torch._C._cuda_setCheckpointPoolState
+        def counting(*a):
+            restores.append(1)
+            return orig(*a)
+        torch._C._cuda_setCheckpointPoolState = counting
+        with torch.no_grad():
+            for second in (g, h, g, h):
+                for _ in range(3):
+                    torch.compiler.cudagraph_mark_step_begin()
+                    x = torch.randn(64, 256, device="cuda")
+                    y = f(x)
+                    z = second(y)
+                    ref_y = (x @ w1).relu()
+                    ref_z = (ref_y @ w2).sum(1) if second is g else (ref_y * 2).amax(1)
+                    torch.testing.assert_close(y, ref_y, rtol=2e-3, atol=2e-3)
+                    torch.testing.assert_close(z, ref_z, rtol=2e-3, atol=2e-2)
+        assert restores, "no checkpoint was restored: the test did not reach a second path"
+        del x, y, z, ref_y, ref_z
+        gc.collect()
+        pools = genesis._C._torch_private_pools()
+        assert pools, "no private pool: the graphs were not captured on Genesis"
+        torch.cuda.memory_stats()  # a look at the pools: outputs that died give their blocks back
+        print("restores", len(restores), "live", [p["live_blocks"] for p in genesis._C._torch_private_pools()])
+    """, timeout=600)
+
+
+def test_hf_static_cache_generate_under_reduce_overhead_runs_on_genesis():
+    """A decoder generating with transformers' static KV cache and a forward
+    compiled for CUDA graphs: the serving recipe that puts graph pools,
+    cache tensors allocated once and per-token replays together."""
+    if importlib.util.find_spec("transformers") is None:
+        pytest.skip("transformers is not installed")
+    run("""
+        from transformers import LlamaConfig, LlamaForCausalLM
+        gt.use_genesis_allocator()
+        torch.manual_seed(0)
+        cfg = LlamaConfig(vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+        model = LlamaForCausalLM(cfg).cuda().eval()
+        prompt = torch.randint(0, 512, (2, 12), device="cuda")
+        eager = model.generate(prompt, max_new_tokens=16, do_sample=False, cache_implementation="static")
+        model.forward = torch.compile(model.forward, mode="reduce-overhead")
+        for _ in range(2):
+            out = model.generate(prompt, max_new_tokens=16, do_sample=False, cache_implementation="static")
+            assert torch.equal(out, eager), (out, eager)
+        assert genesis._C._torch_private_pools(), "no private pool: the decode step was not captured on Genesis"
+        s = torch.cuda.memory_stats()
+        assert s["allocated_bytes.all.current"] > 0 and s["reserved_bytes.all.peak"] >= s["allocated_bytes.all.peak"]
+    """, timeout=600)
+
+
 def test_snapshots_of_the_pytorch_program_feed_memory_viz(tmp_path):
     path = tmp_path / "genesis_snapshot.pickle"
     run(f"""

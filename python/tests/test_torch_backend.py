@@ -22,7 +22,7 @@ import pytest
 import genesis
 from genesis import _C
 from genesis.testing import SimulatedAllocator
-from genesis.torch import _library
+from genesis.torch import _library, _torch_api
 
 MiB = 1 << 20
 
@@ -352,3 +352,162 @@ def test_pools_are_kept_apart_and_errors_are_clear(lib, sim):
     # A free of a pointer nobody gave out is still reported, not fatal.
     free(lib, 0x1234, 16)
     assert lib.last_error() != ""
+
+
+# --- restoring a graph pool (torch.compile's CUDA graph trees) --------------
+
+class FakeStorage:
+    """A tensor's storage as the graph trees see it: a data pointer, alive or
+    not, with or without a deleter (replay outputs have none)."""
+
+    def __init__(self, ptr, deleter=False):
+        self.ptr, self.alive, self.deleter = ptr, True, deleter
+
+
+class FakeRef:
+    def __init__(self, storage):
+        self.storage = storage
+
+    def expired(self):
+        return not self.storage.alive
+
+
+class PoolSource(_torch_api.GenesisSource):
+    """Genesis's own pool functions, with storages (which only PyTorch has) faked."""
+
+    def __init__(self):
+        self.storages = {}
+
+    def storage(self, cdata):
+        st = self.storages.get(cdata)
+        return None if st is None or not st.alive else (st.ptr, FakeRef(st))
+
+    def has_deleter(self, cdata):
+        return self.storages[cdata].deleter
+
+
+@pytest.fixture()
+def trees(lib, sim):
+    """A stand-in for torch._C with Genesis's entry points installed; the
+    originals record their calls."""
+    import types
+    calls = []
+    c = types.SimpleNamespace()
+    for name in _torch_api._ROUTED:
+        setattr(c, name, lambda *a, name=name: calls.append((name,) + a))
+    source = PoolSource()
+    _torch_api.install(c, source)
+    return c, source, calls
+
+
+def live_blocks(pool):
+    return sorted(b[0] for b in (_C._torch_private_pool_blocks(0, pool[0], pool[1]) or ()))
+
+
+def test_a_graph_pool_is_restored_to_a_checkpoint_with_its_outputs_adopted(lib, sim, trees):
+    c, source, calls = trees
+    cap = sim.create_stream()
+    pool = (4, 1)
+    # Recording A: an output that lives on and one that dies after the checkpoint.
+    begin_pool(lib, pool, [cap])
+    out_a = malloc(lib, 2 * MiB, stream=cap)
+    dies = malloc(lib, MiB, stream=cap)
+    tmp = malloc(lib, 5 * MiB, stream=cap)
+    free(lib, tmp, 5 * MiB, stream=cap)
+    pool_hook(lib, "end_allocate_to_pool", pool)
+    after_a = c._cuda_getCheckpointState(0, pool)
+    assert sorted(after_a.live) == sorted([out_a, dies])
+    # Recording B, a child of A; then every recording output dies (their deleters free them).
+    begin_pool(lib, pool, [cap])
+    out_b = malloc(lib, 3 * MiB, stream=cap)
+    pool_hook(lib, "end_allocate_to_pool", pool)
+    for ptr, n in ((out_a, 2), (dies, 1), (out_b, 3)):
+        free(lib, ptr, n * MiB, stream=cap)
+    assert live_blocks(pool) == []
+
+    # Replays wrote A's outputs again: a replay output without a deleter lives at out_a, and
+    # the tree restores the state after A to record a new child of A.
+    source.storages[0x77] = FakeStorage(out_a)
+    c._cuda_setCheckpointPoolState(0, after_a, [], [0x77])
+    assert live_blocks(pool) == sorted([out_a, dies])
+    sizes = {b[0]: b[1] for b in c._cuda_getCheckpointState(0, pool).blocks}
+    assert sizes == {b[0]: b[1] for b in after_a.blocks}
+    # Outputs dead since the replay go with raw_delete, in Genesis (PyTorch's pluggable
+    # allocator does not know re-created blocks).
+    c._cuda_cudaCachingAllocator_raw_delete(dies)
+    assert live_blocks(pool) == [out_a] and calls == []
+    # The new recording cannot land on the live output's memory.
+    c._cuda_beginAllocateCurrentStreamToPool(0, pool)
+    begin_pool(lib, pool, [cap])
+    news = [malloc(lib, 2 * MiB, stream=cap) for _ in range(3)]
+    pool_hook(lib, "end_allocate_to_pool", pool)
+    assert out_a not in news and all(abs(n - out_a) >= 2 * MiB for n in news)
+    assert calls == [("_cuda_beginAllocateCurrentStreamToPool", 0, pool)]
+    # When the adopted output dies, its block goes back at the next look at the pool.
+    source.storages[0x77].alive = False
+    assert c._cuda_checkPoolLiveAllocations(0, pool, set(news))
+    assert live_blocks(pool) == sorted(news)
+    for n in news:
+        free(lib, n, 2 * MiB, stream=cap)
+    pool_hook(lib, "release_pool", pool)
+    assert private_pools() == {}
+
+
+def test_restoring_a_graph_pool_refuses_what_it_cannot_do_and_changes_nothing(lib, sim, trees):
+    c, source, calls = trees
+    cap = sim.create_stream()
+    pool = (4, 2)
+    begin_pool(lib, pool, [cap])
+    a = malloc(lib, 2 * MiB, stream=cap)
+    b = malloc(lib, 2 * MiB, stream=cap)
+    pool_hook(lib, "end_allocate_to_pool", pool)
+    state = c._cuda_getCheckpointState(0, pool)
+    # A block allocated now that the checkpoint lacks (its tensor still holds it).
+    begin_pool(lib, pool, [cap])
+    extra = malloc(lib, MiB, stream=cap)
+    pool_hook(lib, "end_allocate_to_pool", pool)
+    with pytest.raises(RuntimeError, match="allocated now but not in the checkpoint"):
+        c._cuda_setCheckpointPoolState(0, state, [], [])
+    # Unless it is a stale storage's: then it is freed first, through its own deleter
+    # (PyTorch's function, which frees through the pluggable allocator).
+    source.storages[0x51] = FakeStorage(extra, deleter=True)
+    record = c._genesis_replaced["_free_And_Remove_DeleterFn"]
+
+    def free_through_pytorch(cdata):
+        record(cdata)
+        free(lib, source.storages[cdata].ptr, MiB, stream=cap)
+    c._genesis_replaced["_free_And_Remove_DeleterFn"] = free_through_pytorch
+    c._cuda_setCheckpointPoolState(0, state, [0x51], [])
+    c._genesis_replaced["_free_And_Remove_DeleterFn"] = record
+    assert calls == [("_free_And_Remove_DeleterFn", 0x51)]
+    assert live_blocks(pool) == sorted([a, b])
+    # A checkpoint whose blocks overlap live memory elsewhere: nothing is made.
+    free(lib, b, 2 * MiB, stream=cap)
+    bad = _torch_api.PoolCheckpoint(0, pool, [(b, 2 * MiB, 2 * MiB), (a + 512, 2 * MiB, 1)])
+    with pytest.raises(RuntimeError, match="allocated now but not in the checkpoint"):
+        c._cuda_setCheckpointPoolState(0, bad, [], [])
+    bad = _torch_api.PoolCheckpoint(0, pool, [(a, 2 * MiB, 1), (b, 2 * MiB, 2 * MiB), (b + 2 * MiB, 4 * MiB, 1),
+                                              (a + 512, 512, 1)])
+    with pytest.raises(RuntimeError, match="is not free"):
+        c._cuda_setCheckpointPoolState(0, bad, [], [])
+    assert live_blocks(pool) == [a]
+    # An unknown pool, and a pool still capturing.
+    with pytest.raises(RuntimeError, match="holds no such pool"):
+        c._cuda_setCheckpointPoolState(0, _torch_api.PoolCheckpoint(0, (9, 9), []), [], [])
+    begin_pool(lib, pool, [cap])
+    with pytest.raises(RuntimeError, match="still allocating"):
+        c._cuda_setCheckpointPoolState(0, state, [], [])
+    pool_hook(lib, "end_allocate_to_pool", pool)
+    # Pointers and storages that are not the pools' go to PyTorch's own functions.
+    c._cuda_cudaCachingAllocator_raw_delete(0x1234)
+    c._free_And_Remove_DeleterFn(0x99)
+    assert calls[-2:] == [("_cuda_cudaCachingAllocator_raw_delete", 0x1234), ("_free_And_Remove_DeleterFn", 0x99)]
+    # An adopted storage abandoned by the trees frees its block in Genesis.
+    c._cuda_setCheckpointPoolState(0, state, [], [])
+    source.storages[0x60] = FakeStorage(b)
+    c._cuda_setCheckpointPoolState(0, state, [], [0x60])
+    c._free_And_Remove_DeleterFn(0x60)
+    assert live_blocks(pool) == [a] and calls[-1] == ("_free_And_Remove_DeleterFn", 0x99)
+    free(lib, a, 2 * MiB, stream=cap)
+    pool_hook(lib, "release_pool", pool)
+    assert private_pools() == {}

@@ -56,6 +56,9 @@ class SimSource:
     def pool_live(self, device, pool):
         return {(0, 5): [0x1000, 0x2000]}.get(pool)
 
+    def pool_blocks(self, device, pool):
+        return {(0, 5): [(0x1000, 512, 500), (0x2000, 1024, 1000)]}.get(pool)
+
 
 def refuse(what):
     def f(*args):
@@ -191,11 +194,17 @@ def test_a_graph_pool_holds_what_torch_compile_expects(torch_c, sim):
     assert check(0, (0, 5), {0x1000}) is False
     assert check(0, (0, 5), {0x1000, 0x2000, 0x3000}) is False
     assert check(0, (0, 6), set()) is True and check(0, (0, 6), {0x1000}) is False
-    # The graph trees checkpoint the pool after each recording; a restore is refused, saying what to do.
+    # The graph trees checkpoint the pool after each recording: its blocks with their sizes.
     state = torch_c._cuda_getCheckpointState(0, (0, 5))
     assert state.live == (0x1000, 0x2000) and state.pool == (0, 5)
-    with pytest.raises(RuntimeError, match="cannot restore a CUDA graph pool.*max-autotune-no-cudagraphs"):
-        torch_c._cuda_setCheckpointPoolState(0, state, [], [])
+    assert state.blocks == ((0x1000, 512, 500), (0x2000, 1024, 1000))
+    assert torch_c._cuda_getCheckpointState(0, (0, 6)).blocks == ()
+    # A restore takes only Genesis's checkpoints, of the device named (the restore itself:
+    # test_torch_backend.py, on a real private pool).
+    with pytest.raises(TypeError, match="expected the checkpoint _cuda_getCheckpointState gave"):
+        torch_c._cuda_setCheckpointPoolState(0, object(), [], [])
+    with pytest.raises(ValueError, match="is of cuda:0, not cuda:1"):
+        torch_c._cuda_setCheckpointPoolState(1, state, [], [])
 
 
 def test_missing_keys_read_as_zero():

@@ -509,6 +509,45 @@ Block* detail::Arena::allocate_miss(ThreadCache* tc, std::size_t bytes, std::siz
 // set-access and, for the pages unmapped to make room, an unmap (~100 us
 // per chunk on an H200). Single-stream programs never get here (one stream
 // in the pool). stream_borrow:False turns it off.
+Block* detail::Arena::allocate_at_arena(std::uintptr_t addr, std::size_t size, std::size_t requested) {
+  const bool recording = events_.on();
+  const std::uint64_t t0 = recording ? detail::now_ns() : 0;
+  Lock lock(mutex_);
+  Segment* seg = pool_.segments();
+  while (seg != nullptr && (addr < seg->addr || addr - seg->addr >= seg->size)) seg = seg->next_seg;
+  if (seg == nullptr) return nullptr;
+  GENESIS_CHECK(!seg->expandable, "allocate_at: ", format_address(addr),
+                " lies in an expandable segment; blocks are re-created at given addresses only in classic segments");
+  GENESIS_CHECK(size > 0 && size % detail::kAlignment == 0 && (addr - seg->addr) % detail::kAlignment == 0 &&
+                    size <= seg->addr + seg->size - addr,
+                "allocate_at: ", size, " bytes at ", format_address(addr), " do not fit a block of the segment at ",
+                format_address(seg->addr), " (", seg->size, " bytes; sizes are multiples of ", detail::kAlignment, ")");
+  // Blocks parked in thread caches or awaiting other streams' work may cover
+  // the range: let them come back first.
+  if (!pending_.empty()) process_events();
+  reclaim_thread_caches(true);
+  Block* b = seg->first;
+  while (b != nullptr && b->addr + b->size <= addr) b = b->next;
+  GENESIS_CHECK(b != nullptr && b->load_state() == BlockState::kFree && addr + size <= b->addr + b->size,
+                "allocate_at: [", format_address(addr), ", +", size, ") is not free: ",
+                b == nullptr ? std::string("no block there")
+                             : "the block at " + format_address(b->addr) + " (" + std::to_string(b->size) + " bytes) is " +
+                                   (b->load_state() == BlockState::kFree ? "free but shorter" : "in use"));
+  const PoolId pool = seg->pool;
+  b = pool_.take_range(b, addr, size);
+  b->set_requested(requested);
+  b->set_location(detail::tls_allocation_context);
+  b->set_taker(nullptr);
+  stats_.note_alloc(pool, static_cast<std::int64_t>(b->size), requested, /*hit=*/true);
+  stats_.note_peaks_alloc(nullptr, pool, /*grew=*/false, pool_.inactive_split());
+  if (pool_.map().has_retired()) synchronize_readers();
+  if (recording) {
+    b->alloc_time_ns.store(t0, std::memory_order_relaxed);
+    record_event(nullptr, EventAction::kAlloc, b->addr, requested, b->size, b->stream, detail::now_ns() - t0, true);
+  }
+  return b;
+}
+
 Block* detail::Arena::borrow(PoolId pool, std::size_t rounded, StreamId stream, bool may_wait) {
   Block* best = nullptr;
   pool_.free_index(pool).for_each_at_least(rounded, [&](Block* c) {

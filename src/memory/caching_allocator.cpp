@@ -62,6 +62,16 @@ void CachingAllocator::record_stream(void* ptr, StreamId stream) {
                 "'");
 }
 
+void* CachingAllocator::allocate_at(void* ptr, std::size_t size, std::size_t requested) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
+  detail::Block* b = nullptr;
+  arenas_.for_each([&](detail::Arena& a) {
+    if (b == nullptr) b = a.allocate_at_arena(addr, size, requested);
+  });
+  GENESIS_CHECK(b != nullptr, "allocate_at: no segment of this allocator holds ", format_address(addr));
+  return b->ptr();
+}
+
 bool CachingAllocator::owns(const void* ptr) const noexcept {
   return arenas_.with_live_block(reinterpret_cast<std::uintptr_t>(ptr), [](Block&) {});
 }

@@ -56,6 +56,44 @@ Block* Pool::take(Block* b, std::size_t rounded) {
   return b;
 }
 
+Block* Pool::take_range(Block* b, std::uintptr_t addr, std::size_t size) {
+  void* owner = index_erase(b);
+  if (addr > b->addr) {
+    // The part before addr stays free, in the table b left.
+    Block* mid = new_block();
+    mid->addr = addr;
+    mid->size = b->addr + b->size - addr;
+    mid->segment = b->segment;
+    mid->pool = b->pool;
+    mid->stream = b->stream;
+    mid->prev = b;
+    mid->next = b->next;
+    if (b->next != nullptr) b->next->prev = mid;
+    b->next = mid;
+    b->size = addr - b->addr;
+    map_.insert(mid->addr, mid);
+    index_insert(b, owner);
+    b = mid;
+  }
+  b->set_state(BlockState::kAllocated);
+  if (b->size > size) {
+    Block* rest = new_block();
+    rest->addr = b->addr + size;
+    rest->size = b->size - size;
+    rest->segment = b->segment;
+    rest->pool = b->pool;
+    rest->stream = b->stream;
+    rest->prev = b;
+    rest->next = b->next;
+    if (b->next != nullptr) b->next->prev = rest;
+    b->next = rest;
+    b->size = size;
+    map_.insert(rest->addr, rest);
+    index_insert(rest, owner);
+  }
+  return b;
+}
+
 Block* Pool::give_back(Block* b, bool touch) {
   // Work queued before this free may still use b's memory.
   b->segment->settled = false;

@@ -100,6 +100,15 @@ class CachingAllocator {
   /// freed, the block is reused only after that work completes.
   void record_stream(void* ptr, StreamId stream);
 
+  /// Allocates exactly [ptr, ptr + size) of a segment this allocator holds,
+  /// where that range is free (in classic segments; `size` a multiple of
+  /// 512, as block sizes are): what restores a CUDA graph pool to a
+  /// checkpoint needs, since a graph's replays write at the addresses of its
+  /// capture. `requested` is the byte count the statistics record. Throws
+  /// InvalidArgumentError when no segment holds `ptr` or the range is not
+  /// free. Freed with deallocate() as usual.
+  void* allocate_at(void* ptr, std::size_t size, std::size_t requested);
+
   /// True when `ptr` is the start of a live allocation of this allocator.
   bool owns(const void* ptr) const noexcept;
   /// Rounded size of the live allocation at `ptr`; throws if not owned.

@@ -36,14 +36,18 @@ PyTorch's own return:
     _cuda_checkPoolLiveAllocations(d, id, s)  whether a CUDA graph's private
                                               pool holds exactly the blocks s
                                               (torch.compile's graph trees ask)
-    _cuda_getCheckpointState(d, id)           the pool's live blocks, which the
-    _cuda_setCheckpointPoolState(...)         graph trees take after each
-                                              recording; restoring one (a
-                                              second path of graphs over the
-                                              pool) is refused with a clear
-                                              error: Genesis's pools cannot
-                                              re-create blocks at given
-                                              addresses
+    _cuda_getCheckpointState(d, id)           the pool's live blocks (address,
+                                              size), which the graph trees
+                                              take after each recording
+    _cuda_setCheckpointPoolState(...)         the pool made to hold exactly a
+                                              checkpoint's blocks again (Note
+                                              [Restoring a graph pool])
+    _cuda_cudaCachingAllocator_raw_delete(p)  frees a graph pool's block in
+    _free_And_Remove_DeleterFn(storage)       Genesis directly; other
+                                              pointers and storages go to
+                                              PyTorch's own functions
+    _cuda_beginAllocateCurrentStreamToPool    PyTorch's, after the blocks of
+                                              storages that died go back
 
 Everything above torch._C (torch.cuda.memory_summary's table,
 _dump_snapshot's pickle, max_memory_allocated's key lookup) is PyTorch's own
@@ -51,9 +55,38 @@ code, unchanged, so it behaves as users know it. The replaced entry points
 serve only PyTorch's device allocator, which Genesis now is; host (pinned)
 memory history is still PyTorch's and goes to the original function. The
 originals are kept (``original(torch._C, name)``).
+
+Note [Restoring a graph pool]: torch.compile's CUDA graph trees record
+graphs into one private pool and, to record a second path (new shapes after
+the graphs of a first), put the pool back in the state it had after the
+recording the new one follows: the blocks that recording's outputs held are
+allocated again at their addresses, because the graphs replayed since wrote
+live tensors there, and everything else is free. PyTorch's allocator
+returns those blocks as data pointers whose deleters it swaps into the
+storages of the live outputs (replay outputs, which have none), so that the
+block is freed when the tensor dies. Here:
+  - the checkpoint lists the pool's live blocks (address, size, requested);
+  - the restore frees the blocks of the stale storages it is given, then
+    re-creates every missing block at its address
+    (CachingAllocator::allocate_at), all or nothing; a block allocated now
+    that the checkpoint lacks is an error, as PyTorch's own check makes it;
+  - a storage cannot be given a deleter from Python, so the live outputs
+    are adopted instead: Genesis keeps a weak reference to each, and a
+    block whose storages have all died goes back to its pool at the next
+    call that looks at the pool (a checkpoint, a restore, a pool check, the
+    start of the next recording, memory_stats()). PyTorch frees such a
+    block the moment its tensor dies; here the next recording may find it
+    still held if the tensor died after that recording began, which costs
+    memory, never correctness;
+  - the trees free blocks of dead outputs with raw_delete, and the storages
+    of a path they abandon with _free_And_Remove_DeleterFn; PyTorch's
+    pluggable allocator knows neither a re-created block nor an adopted
+    storage, so those two entry points free graph-pool blocks in Genesis
+    directly and pass everything else on to PyTorch.
 """
 
 import sys
+import threading
 
 # PyTorch's statistics, as torch/csrc/cuda/Module.cpp nests them.
 _ARRAYS = ("allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
@@ -72,25 +105,27 @@ _PYTORCH_ONLY_ACTIONS = ("snapshot", "annotate", "user_defined")
 _ROUTED = ("_cuda_memoryStats", "_cuda_resetPeakMemoryStats", "_cuda_resetAccumulatedMemoryStats",
            "_cuda_memorySnapshot", "_cuda_record_memory_history", "_cuda_record_memory_history_legacy",
            "_cuda_isHistoryEnabled", "_cuda_checkPoolLiveAllocations", "_cuda_getCheckpointState",
-           "_cuda_setCheckpointPoolState")
-
-_NO_RESTORE = ("Genesis behind PyTorch cannot restore a CUDA graph pool to a checkpoint, which torch.compile's "
-               "CUDA graph trees (mode='reduce-overhead') ask for when they record a second path of graphs "
-               "over the same pool. Compile with mode='max-autotune-no-cudagraphs' (or set "
-               "torch._inductor.config.triton.cudagraphs = False), capture with torch.cuda.graph, or run this "
-               "program on PyTorch's own allocator")
+           "_cuda_setCheckpointPoolState", "_cuda_cudaCachingAllocator_raw_delete", "_free_And_Remove_DeleterFn",
+           "_cuda_beginAllocateCurrentStreamToPool")
 
 
 class PoolCheckpoint:
     """What torch._C._cuda_getCheckpointState returns behind Genesis: the
-    live blocks of a CUDA graph's private pool at that moment (Genesis
-    cannot restore it; _cuda_setCheckpointPoolState says so)."""
+    live blocks of a CUDA graph's private pool at that moment, as
+    (address, size, requested) tuples, which _cuda_setCheckpointPoolState
+    restores (Note [Restoring a graph pool])."""
 
-    def __init__(self, device, pool, live):
-        self.device, self.pool, self.live = device, tuple(pool), tuple(live or ())
+    def __init__(self, device, pool, blocks):
+        self.device, self.pool = device, tuple(pool)
+        self.blocks = tuple(tuple(int(x) for x in b) for b in (blocks or ()))
+
+    @property
+    def live(self):
+        """The addresses of the blocks."""
+        return tuple(b[0] for b in self.blocks)
 
     def __repr__(self):
-        return f"PoolCheckpoint(device={self.device}, pool={self.pool}, live_blocks={len(self.live)})"
+        return f"PoolCheckpoint(device={self.device}, pool={self.pool}, live_blocks={len(self.blocks)})"
 
 
 def nested_stats(flat):
@@ -145,6 +180,39 @@ class GenesisSource:
         if there is no such pool."""
         from .. import _C
         return _C._torch_private_pool_live(device, int(pool[0]), int(pool[1]))
+
+    def pool_blocks(self, device, pool):
+        """The live blocks of a CUDA graph's private pool as (address, size,
+        requested) tuples, None if there is no such pool."""
+        from .. import _C
+        return _C._torch_private_pool_blocks(device, int(pool[0]), int(pool[1]))
+
+    def pool_restore(self, device, pool, blocks):
+        """Makes the pool hold exactly `blocks` (raises if it cannot)."""
+        from .. import _C
+        return _C._torch_private_pool_restore(device, int(pool[0]), int(pool[1]), [tuple(b) for b in blocks])
+
+    def private_free(self, ptr):
+        """Frees a graph pool's block; False if `ptr` is not one."""
+        from .. import _C
+        return _C._torch_private_free(int(ptr))
+
+    def storage(self, cdata):
+        """(data pointer, weak reference with .expired()) of the storage whose
+        StorageImpl is at `cdata` (a weak reference PyTorch holds), None if
+        it died."""
+        import torch
+        from torch.multiprocessing.reductions import StorageWeakRef
+        s = torch.UntypedStorage._new_with_weak_ptr(cdata)
+        if s is None:
+            return None
+        return s.data_ptr(), StorageWeakRef(s)
+
+    def has_deleter(self, cdata):
+        """Whether the storage at `cdata` frees its memory itself (through
+        the allocator's deleter)."""
+        import torch
+        return bool(torch._C._has_Standard_Deleter(cdata))
 
     def record_history(self, **kwargs):
         from ..cuda import memory
@@ -213,23 +281,112 @@ def make_functions(source, originals):
     def history_enabled():
         return history["enabled"]
 
+    # Note [Restoring a graph pool]: data pointer -> [(StorageImpl address,
+    # weak reference)] of the live graph outputs that own a restored block.
+    adopted = {}
+    adopted_lock = threading.Lock()
+
+    def reap():
+        # Blocks whose adopting storages all died go back to their pools.
+        with adopted_lock:
+            dead = []
+            for ptr, refs in adopted.items():
+                refs[:] = [r for r in refs if not r[1].expired()]
+                if not refs:
+                    dead.append(ptr)
+            for ptr in dead:
+                del adopted[ptr]
+        for ptr in dead:
+            source.private_free(ptr)
+
+    def disown(ptr=None, cdata=None):
+        # Drops an adoption by block or by storage; returns the block's
+        # pointer when no storage owns it any more, None when none matched.
+        with adopted_lock:
+            if ptr is None:
+                ptr = next((p for p, refs in adopted.items() if any(c == cdata for c, _ in refs)), None)
+                if ptr is None:
+                    return None
+                refs = [r for r in adopted[ptr] if r[0] != cdata]
+            elif ptr in adopted:
+                refs = []
+            else:
+                return None
+            if refs:
+                adopted[ptr] = refs
+                return None
+            del adopted[ptr]
+            return ptr
+
+    def stats_and_reap(device=None):
+        reap()
+        return memory_stats(device)
+
     def check_pool_live(device, mempool_id, expected):
         # torch.compile's CUDA graph trees check that a graph pool holds
         # exactly the storages they expect to be alive.
+        reap()
         live = source.pool_live(device, tuple(mempool_id))
         expected = set(expected)
         return len(expected) == 0 if live is None else set(live) == expected
 
     def checkpoint_state(device, mempool_id):
-        # Taken at the end of every recording of torch.compile's graph trees;
-        # only a restore (a second path over the pool) needs more.
-        return PoolCheckpoint(device, mempool_id, source.pool_live(device, tuple(mempool_id)))
+        # Taken at the end of every recording of torch.compile's graph trees.
+        reap()
+        return PoolCheckpoint(device, mempool_id, source.pool_blocks(device, tuple(mempool_id)))
 
-    def restore_checkpoint(device, state, stale_storages, storages_to_add_deleters):
-        raise RuntimeError(_NO_RESTORE)
+    def restore_checkpoint(device, state, stale_storages, storages_to_add_deleters=()):
+        if not isinstance(state, PoolCheckpoint):
+            raise TypeError(f"_cuda_setCheckpointPoolState: expected the checkpoint _cuda_getCheckpointState gave "
+                            f"behind Genesis, got {type(state).__name__}")
+        if device is not None and int(device) != int(state.device):
+            raise ValueError(f"_cuda_setCheckpointPoolState: the checkpoint is of cuda:{state.device}, not "
+                             f"cuda:{device}")
+        reap()
+        keep = {b[0] for b in state.blocks}
+        now = {b[0] for b in (source.pool_blocks(state.device, state.pool) or ())}
+        # Stale storages lose their memory (and their deleters) first.
+        for cdata in dict.fromkeys(int(c) for c in stale_storages):
+            got = source.storage(cdata)
+            if got is None or got[0] not in now:
+                continue
+            ptr = disown(cdata=cdata)
+            if ptr is not None:
+                source.private_free(ptr)
+            elif source.has_deleter(cdata):
+                free_and_remove(cdata)
+        source.pool_restore(state.device, state.pool, state.blocks)
+        for cdata in dict.fromkeys(int(c) for c in storages_to_add_deleters):
+            got = source.storage(cdata)
+            if got is None or got[0] not in keep or source.has_deleter(cdata):
+                continue  # dead, not the pool's, or its own deleter frees the block
+            with adopted_lock:
+                refs = adopted.setdefault(got[0], [])
+                if all(c != cdata for c, _ in refs):
+                    refs.append((cdata, got[1]))
+
+    def raw_delete(ptr):
+        disown(ptr=int(ptr))
+        if not source.private_free(int(ptr)):
+            originals["_cuda_cudaCachingAllocator_raw_delete"](ptr)
+
+    def free_and_remove(cdata):
+        ptr = disown(cdata=int(cdata))
+        if ptr is not None:
+            source.private_free(ptr)
+            return
+        orig = originals.get("_free_And_Remove_DeleterFn")
+        if orig is None:
+            raise RuntimeError("_free_And_Remove_DeleterFn: this PyTorch has none to call")
+        orig(cdata)
+
+    def begin_allocate_to_pool(device, mempool_id):
+        # A recording starts: blocks of outputs that died since are free for it.
+        reap()
+        return originals["_cuda_beginAllocateCurrentStreamToPool"](device, mempool_id)
 
     return {
-        "_cuda_memoryStats": memory_stats,
+        "_cuda_memoryStats": stats_and_reap,
         "_cuda_resetPeakMemoryStats": reset_peak,
         "_cuda_resetAccumulatedMemoryStats": reset_accumulated,
         "_cuda_memorySnapshot": snapshot,
@@ -239,6 +396,9 @@ def make_functions(source, originals):
         "_cuda_checkPoolLiveAllocations": check_pool_live,
         "_cuda_getCheckpointState": checkpoint_state,
         "_cuda_setCheckpointPoolState": restore_checkpoint,
+        "_cuda_cudaCachingAllocator_raw_delete": raw_delete,
+        "_free_And_Remove_DeleterFn": free_and_remove,
+        "_cuda_beginAllocateCurrentStreamToPool": begin_allocate_to_pool,
     }
 
 

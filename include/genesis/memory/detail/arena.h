@@ -78,6 +78,9 @@ class Arena {
   // effort: an arena whose lock is taken is skipped, so that two arenas out
   // of memory at once cannot deadlock). Returns true if anything was freed.
   bool release_other_arenas();
+  // CachingAllocator::allocate_at inside this arena: null when no segment of
+  // it holds `addr`; throws when the range is not wholly free there.
+  Block* allocate_at_arena(std::uintptr_t addr, std::size_t size, std::size_t requested);
   void add_reserved(PoolId pool, std::int64_t delta) noexcept {
     stats_.counters.reserved[pool] += delta;
     if (arena_limit_ > 1) {

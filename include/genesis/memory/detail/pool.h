@@ -59,6 +59,9 @@ class Pool {
   /// Takes free block b out of the pool for `rounded` bytes: split off the
   /// rest when worth it, marked allocated.
   Block* take(Block* b, std::size_t rounded);
+  /// Takes exactly [addr, addr + size) out of free block b, which covers it:
+  /// what lies before and after stays free. Marked allocated.
+  Block* take_range(Block* b, std::uintptr_t addr, std::size_t size);
   /// Gives b back: merged with free neighbours and indexed; touch: mark the
   /// segment used now. Returns the free block that b became part of.
   Block* give_back(Block* b, bool touch = true);
