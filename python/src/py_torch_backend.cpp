@@ -177,9 +177,11 @@ void open_python_site(std::optional<AllocationSite>& site) {
 //     PyTorch; one that record_stream said another stream uses is held until
 //     the capture ends (those uses are part of the graph), which is what
 //     PyTorch's deferred events come to;
-//   - empty_cache leaves pools alone; release_pool marks one released, and
-//     its segments go back to the driver when its last block is freed (a
-//     graph's outputs may outlive the graph).
+//   - empty_cache leaves pools alone; a pool is released when every
+//     begin_pool of it has been matched by a release_pool (each graph
+//     captured into it holds one until it is destroyed), and its segments
+//     go back to the driver when its last block is freed (a graph's outputs
+//     may outlive the graph).
 // While no pool exists, routing costs malloc and free one relaxed load each
 // (the lists themselves are read under pools_mutex, which orders them).
 // A torch.cuda.use_mem_pool region would arrive through the same calls (a
@@ -197,6 +199,11 @@ struct PrivatePool {
   std::uint64_t a = 0, b = 0;  // PyTorch's MempoolId_t
   std::unique_ptr<CachingAllocator> alloc;
   int open_routes = 0;  // begin_pool regions not yet ended
+  // begin_pool calls not yet matched by release_pool (PyTorch's use count: a
+  // graph holds one from its capture until it is destroyed, and
+  // torch.compile's graph trees open and release further regions over the
+  // same pool); released when it falls to zero.
+  int uses = 0;
   bool released = false;
   std::size_t live = 0;     // blocks out, those held included
   std::vector<void*> held;  // freed in a capture while another stream used them
@@ -453,6 +460,7 @@ void backend_begin_pool(int device, std::uint64_t a, std::uint64_t b, int (*acce
       pools.push_back(std::move(made));
     }
     pool->released = false;
+    ++pool->uses;
     ++pool->open_routes;
     routes.push_back(Route{device, a, b, accepts, ctx, pool});
     open_route_count.fetch_add(1, std::memory_order_relaxed);
@@ -486,7 +494,8 @@ void backend_release_pool(int device, std::uint64_t a, std::uint64_t b) {
     std::lock_guard<std::mutex> lock(pools_mutex);
     PrivatePool* pool = find_pool(device, a, b);
     if (pool == nullptr) return;
-    pool->released = true;
+    if (pool->uses > 0) --pool->uses;
+    pool->released = pool->uses == 0;
     done = take_if_done(pool);
   }
   drop_pool(std::move(done));
@@ -544,6 +553,7 @@ void bind_torch_backend(py::module_& m) {
           d["id"] = py::make_tuple(p->a, p->b);
           d["open"] = p->open_routes;
           d["released"] = p->released;
+          d["uses"] = p->uses;
           d["live_blocks"] = p->live;
           d["held_blocks"] = p->held.size();
           d["stats"] = stats_to_dict(p->alloc->stats());

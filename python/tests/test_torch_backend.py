@@ -329,6 +329,27 @@ def test_a_capture_is_served_from_a_private_pool_that_lives_until_released(lib, 
     assert lib.last_error() == ""
 
 
+def test_a_pool_lives_while_any_graph_or_region_using_it_is_unreleased(lib, sim):
+    # A graph captured into the pool holds it; so does each further region opened
+    # over it (torch.compile's graph trees), until each is released.
+    cap = sim.create_stream()
+    pool = (5, 1)
+    begin_pool(lib, pool, [cap])
+    keep = malloc(lib, MiB, stream=cap)
+    pool_hook(lib, "end_allocate_to_pool", pool)     # the graph's capture ends; the graph lives on
+    begin_pool(lib, pool, [cap])                     # a region over the same pool
+    t = malloc(lib, MiB, stream=cap)
+    pool_hook(lib, "end_allocate_to_pool", pool)
+    pool_hook(lib, "release_pool", pool)             # the region's release
+    free(lib, t, MiB, stream=cap)
+    free(lib, keep, MiB, stream=cap)
+    p = private_pools()[pool]
+    assert p["uses"] == 1 and not p["released"] and p["live_blocks"] == 0
+    assert p["stats"]["reserved_bytes"] > 0           # the graph's memory is still there for its replays
+    pool_hook(lib, "release_pool", pool)             # the graph goes
+    assert pool not in private_pools()
+
+
 def test_pools_are_kept_apart_and_errors_are_clear(lib, sim):
     a, b = sim.create_stream(), sim.create_stream()
     begin_pool(lib, (1, 1), [a])
@@ -430,6 +451,9 @@ def test_a_graph_pool_is_restored_to_a_checkpoint_with_its_outputs_adopted(lib, 
     source.storages[0x77] = FakeStorage(out_a)
     c._cuda_setCheckpointPoolState(0, after_a, [], [0x77])
     assert live_blocks(pool) == sorted([out_a, dies])
+    # The trees then check that the live output's memory is owned: it is, by Genesis.
+    assert c._has_Standard_Deleter(0x77) is True
+    assert c._has_Standard_Deleter(0x78) is False and calls.pop() == ("_has_Standard_Deleter", 0x78)
     sizes = {b[0]: b[1] for b in c._cuda_getCheckpointState(0, pool).blocks}
     assert sizes == {b[0]: b[1] for b in after_a.blocks}
     # Outputs dead since the replay go with raw_delete, in Genesis (PyTorch's pluggable
@@ -449,7 +473,8 @@ def test_a_graph_pool_is_restored_to_a_checkpoint_with_its_outputs_adopted(lib, 
     assert live_blocks(pool) == sorted(news)
     for n in news:
         free(lib, n, 2 * MiB, stream=cap)
-    pool_hook(lib, "release_pool", pool)
+    for _ in range(3):   # the three recordings' graphs go
+        pool_hook(lib, "release_pool", pool)
     assert private_pools() == {}
 
 
@@ -509,5 +534,6 @@ def test_restoring_a_graph_pool_refuses_what_it_cannot_do_and_changes_nothing(li
     c._free_And_Remove_DeleterFn(0x60)
     assert live_blocks(pool) == [a] and calls[-1] == ("_free_And_Remove_DeleterFn", 0x99)
     free(lib, a, 2 * MiB, stream=cap)
-    pool_hook(lib, "release_pool", pool)
+    for _ in range(3):   # the three regions opened over the pool
+        pool_hook(lib, "release_pool", pool)
     assert private_pools() == {}

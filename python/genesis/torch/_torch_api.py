@@ -48,6 +48,9 @@ PyTorch's own return:
                                               PyTorch's own functions
     _cuda_beginAllocateCurrentStreamToPool    PyTorch's, after the blocks of
                                               storages that died go back
+    _has_Standard_Deleter(storage)            true for the graph outputs
+                                              Genesis adopted, whose memory
+                                              it frees when they die
 
 Everything above torch._C (torch.cuda.memory_summary's table,
 _dump_snapshot's pickle, max_memory_allocated's key lookup) is PyTorch's own
@@ -82,7 +85,10 @@ block is freed when the tensor dies. Here:
     of a path they abandon with _free_And_Remove_DeleterFn; PyTorch's
     pluggable allocator knows neither a re-created block nor an adopted
     storage, so those two entry points free graph-pool blocks in Genesis
-    directly and pass everything else on to PyTorch.
+    directly and pass everything else on to PyTorch. After a restore the
+    trees assert that every live output has the allocator's deleter
+    (_has_Standard_Deleter): an adopted one is answered yes, since its
+    memory is freed when it dies, which is what that check stands for.
 """
 
 import sys
@@ -106,7 +112,7 @@ _ROUTED = ("_cuda_memoryStats", "_cuda_resetPeakMemoryStats", "_cuda_resetAccumu
            "_cuda_memorySnapshot", "_cuda_record_memory_history", "_cuda_record_memory_history_legacy",
            "_cuda_isHistoryEnabled", "_cuda_checkPoolLiveAllocations", "_cuda_getCheckpointState",
            "_cuda_setCheckpointPoolState", "_cuda_cudaCachingAllocator_raw_delete", "_free_And_Remove_DeleterFn",
-           "_cuda_beginAllocateCurrentStreamToPool")
+           "_cuda_beginAllocateCurrentStreamToPool", "_has_Standard_Deleter")
 
 
 class PoolCheckpoint:
@@ -212,7 +218,8 @@ class GenesisSource:
         """Whether the storage at `cdata` frees its memory itself (through
         the allocator's deleter)."""
         import torch
-        return bool(torch._C._has_Standard_Deleter(cdata))
+        has = original(torch._C, "_has_Standard_Deleter") or torch._C._has_Standard_Deleter
+        return bool(has(cdata))
 
     def record_history(self, **kwargs):
         from ..cuda import memory
@@ -380,6 +387,13 @@ def make_functions(source, originals):
             raise RuntimeError("_free_And_Remove_DeleterFn: this PyTorch has none to call")
         orig(cdata)
 
+    def has_standard_deleter(cdata):
+        with adopted_lock:
+            if any(c == int(cdata) for refs in adopted.values() for c, _ in refs):
+                return True
+        orig = originals.get("_has_Standard_Deleter")
+        return bool(orig(cdata)) if orig is not None else False
+
     def begin_allocate_to_pool(device, mempool_id):
         # A recording starts: blocks of outputs that died since are free for it.
         reap()
@@ -399,6 +413,7 @@ def make_functions(source, originals):
         "_cuda_cudaCachingAllocator_raw_delete": raw_delete,
         "_free_And_Remove_DeleterFn": free_and_remove,
         "_cuda_beginAllocateCurrentStreamToPool": begin_allocate_to_pool,
+        "_has_Standard_Deleter": has_standard_deleter,
     }
 
 
