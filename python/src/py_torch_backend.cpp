@@ -166,9 +166,12 @@ void open_python_site(std::optional<AllocationSite>& site) {
 // allocator is given the same three calls, and Genesis gives each pool id a
 // CachingAllocator of its own:
 //   - classic segments (nothing is ever unmapped), no thread cache, no
-//     lending across streams, no idle release: nothing that would give back,
-//     move or query memory behind the graph's back, and no stream query,
-//     which a capturing stream refuses;
+//     lending across streams, no idle release, and no segment given back
+//     before the pool goes, out of memory included (keep_segments: a
+//     replay writes the capture's temporaries into blocks that are free
+//     between replays): nothing that would give back, move or query memory
+//     behind the graph's back, and no stream query, which a capturing
+//     stream refuses;
 //   - its calls run in the relaxed capture mode (cuda::RelaxedCaptureMode),
 //     as PyTorch's allocator does: cudaMalloc during a capture is otherwise
 //     an error;
@@ -250,6 +253,7 @@ std::unique_ptr<CachingAllocator> make_private_allocator(int device) {
   o.stream_borrow = false;
   o.arenas = 1;
   o.idle_release_ms = 0;
+  o.keep_segments = true;  // a graph replays into the pool's free blocks too
   std::shared_ptr<memory::UpstreamResource> up;
   if (CachingAllocator* r = redirect.load(std::memory_order_acquire)) {
     // Tests: a simulated device of its own, at addresses no other simulated

@@ -53,6 +53,7 @@ void detail::Arena::release_segment(Segment* seg) {
 
 void detail::Arena::release_free_segments(std::uint64_t idle_before_ns, std::size_t* released,
                                              bool keep_expandable) {
+  if (options_.keep_segments) return;  // a graph pool: replays may write into free segments
   for (Segment* seg = pool_.segments(); seg != nullptr;) {
     Segment* next = seg->next_seg;
     Block* b = seg->first;
@@ -128,7 +129,7 @@ void detail::Arena::set_cache_size_arena(std::size_t bytes) {
 void CachingAllocator::set_cache_size(std::string_view size) { set_cache_size(parse_bytes(size)); }
 
 void detail::Arena::enforce_cache_limit() {
-  if (options_.cache_size_limit == SIZE_MAX) return;
+  if (options_.cache_size_limit == SIZE_MAX || options_.keep_segments) return;
   auto cached = [&]() {
     const std::int64_t reserved = stats_.reserved_total();
     const std::int64_t allocated = stats_.out_total() - thread_cached_total_locked();

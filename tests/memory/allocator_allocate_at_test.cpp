@@ -5,6 +5,7 @@
 // clear error that leaves the allocator as it was.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -129,6 +130,36 @@ TEST(AllocateAtTest, RefusesExpandableSegments) {
   a.deallocate(p);
   EXPECT_THROW(a.allocate_at(p, size, size), InvalidArgumentError);
   a.check_invariants();
+}
+
+// A graph pool's allocator keeps its segments: a replay writes the
+// capture's temporaries into blocks that are free between replays, so not
+// even out of memory may hand a free segment back.
+TEST(KeepSegmentsTest, NoSegmentGoesBackWhileTheAllocatorLives) {
+  auto sim = std::make_shared<SimulatedDevice>(64 * MiB);
+  AllocatorOptions o = classic();
+  o.keep_segments = true;
+  o.cache_size_limit = 0;
+  CachingAllocator a(sim, o);
+  void* p = a.allocate(40 * MiB);
+  a.deallocate(p);
+  const std::int64_t reserved = a.stats().reserved_bytes[kStatAggregate].current;
+  EXPECT_GE(reserved, 40 * static_cast<std::int64_t>(MiB));
+  a.empty_cache();
+  a.collect_garbage(std::chrono::nanoseconds(0));
+  EXPECT_EQ(a.stats().reserved_bytes[kStatAggregate].current, reserved);
+  // 40 MiB more does not fit beside the kept segment: out of memory, and the
+  // segment is still there (a plain allocator would have released it and
+  // succeeded).
+  EXPECT_THROW(a.allocate(48 * MiB), OutOfMemoryError);
+  EXPECT_EQ(a.stats().reserved_bytes[kStatAggregate].current, reserved);
+  a.check_invariants();
+
+  AllocatorOptions plain = classic();
+  CachingAllocator b(std::make_shared<SimulatedDevice>(64 * MiB), plain);
+  b.deallocate(b.allocate(40 * MiB));
+  void* q = b.allocate(48 * MiB);
+  b.deallocate(q);
 }
 
 INSTANTIATE_TEST_SUITE_P(ThreadCache, AllocateAtTest, ::testing::Bool(),

@@ -117,6 +117,12 @@ struct AllocatorOptions {
   /// back to the upstream as collect_garbage() gives it (Note [Releasing
   /// when idle]); 0: only when asked (empty_cache, collect_garbage, compact).
   std::uint32_t idle_release_ms = 0;
+  /// Never give a segment back to the upstream while the allocator lives:
+  /// not on out of memory, not for empty_cache, collect_garbage or caps.
+  /// What a CUDA graph's private pool needs: the graphs captured into it
+  /// replay into blocks that are free between replays (temporaries of the
+  /// capture), so a wholly free segment may still be written by a replay.
+  bool keep_segments = false;
   /// Record every alloc/free into the event history (Note [Event history]).
   bool record_events = false;
   std::size_t event_capacity_per_thread = std::size_t{1} << 16;
