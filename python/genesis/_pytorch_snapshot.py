@@ -10,7 +10,8 @@ Note [PyTorch snapshots]: what the readers need, and where it comes from.
 
 segment: device, address, total_size, allocated_size, active_size,
 requested_size, stream, segment_type ("small"/"large"), segment_pool_id
-((0, 0): Genesis has no private pools), is_expandable, frames ([]), blocks.
+((0, 0), or the id of the CUDA graph pool a segment belongs to behind
+PyTorch: add_pools), is_expandable, frames ([]), blocks.
 The blocks tile the segment exactly (memory_viz's segsum asserts that their
 sizes add up to total_size, and the web page computes each block's address
 by adding sizes): {address, size, requested_size, state, frames} with state
@@ -197,3 +198,20 @@ def build(allocators, max_entries=None, skip_actions=(), settings=None):
     }
     return {"segments": segments, "device_traces": device_traces, "allocator_settings": allocator_settings,
             "external_annotations": []}
+
+
+def add_pools(snapshot, views):
+    """Adds the segments of CUDA graph private pools (Genesis behind PyTorch:
+    genesis._C._torch_private_pool_views()) to ``snapshot``, each with its
+    pool's id as segment_pool_id, as PyTorch lists its graph pools' memory
+    beside the rest."""
+    frames = _Frames()
+    for v in views:
+        site_of = {x["address"]: x["location"] for x in v["allocations"]}
+        for seg in v["segments"]:
+            d = _segment(int(v["device"]), seg, site_of, frames)
+            d["segment_pool_id"] = tuple(int(x) for x in v["id"])
+            snapshot["segments"].append(d)
+        while len(snapshot["device_traces"]) <= int(v["device"]):
+            snapshot["device_traces"].append([])
+    return snapshot

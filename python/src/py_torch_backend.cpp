@@ -568,6 +568,24 @@ void bind_torch_backend(py::module_& m) {
       "The private pools of CUDA graph captures and use_mem_pool regions behind PyTorch (Note [Private pools "
       "behind PyTorch]): device, id, open regions, released, blocks out and held, and the pool's statistics.");
   m.def(
+      "_torch_private_pool_views",
+      [] {
+        py::list out;
+        std::lock_guard<std::mutex> lock(pools_mutex);
+        for (const auto& p : pools) {
+          py::dict d;
+          d["device"] = p->device;
+          d["id"] = py::make_tuple(p->a, p->b);
+          d["segments"] = snapshot_to_list(p->alloc->snapshot());
+          d["allocations"] = allocations_to_list(p->alloc->large_allocations(0));
+          out.append(d);
+        }
+        return out;
+      },
+      "Each private pool's segments and live allocations (as genesis._C.Allocator.snapshot() and "
+      "large_allocations(0) give them), with its device and id: what PyTorch's snapshot lists as the segments of "
+      "segment_pool_id id.");
+  m.def(
       "_torch_private_pool_live",
       [](int device, unsigned long long a, unsigned long long b) -> py::object {
         std::lock_guard<std::mutex> lock(pools_mutex);

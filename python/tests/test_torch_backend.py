@@ -350,6 +350,31 @@ def test_a_pool_lives_while_any_graph_or_region_using_it_is_unreleased(lib, sim)
     assert pool not in private_pools()
 
 
+def test_graph_pools_appear_in_the_snapshot_as_pytorch_lists_them(lib, sim):
+    from genesis import _pytorch_snapshot
+    cap = sim.create_stream()
+    begin_pool(lib, (6, 2), [cap])
+    out = malloc(lib, 3 * MiB, stream=cap)
+    tmp = malloc(lib, MiB, stream=cap)
+    free(lib, tmp, MiB, stream=cap)
+    pool_hook(lib, "end_allocate_to_pool", (6, 2))
+    shared = malloc(lib, 2 * MiB)
+    snap = _pytorch_snapshot.build([sim._allocator()])
+    _pytorch_snapshot.add_pools(snap, _C._torch_private_pool_views())
+    pooled = [s for s in snap["segments"] if s["segment_pool_id"] == (6, 2)]
+    assert pooled and all(s["segment_pool_id"] == (0, 0) for s in snap["segments"] if s not in pooled)
+    for seg in snap["segments"]:   # the blocks tile each segment, as memory_viz requires
+        assert sum(b["size"] for b in seg["blocks"]) == seg["total_size"]
+    blocks = {b["address"]: b for s in pooled for b in s["blocks"]}
+    assert blocks[out]["state"] == "active_allocated" and blocks[out]["requested_size"] == 3 * MiB
+    assert sum(s["allocated_size"] for s in pooled) == blocks[out]["size"]
+    assert shared not in blocks and len(snap["device_traces"]) >= 1
+    free(lib, out, 3 * MiB, stream=cap)
+    free(lib, shared, 2 * MiB)
+    pool_hook(lib, "release_pool", (6, 2))
+    assert private_pools() == {}
+
+
 def test_pools_are_kept_apart_and_errors_are_clear(lib, sim):
     a, b = sim.create_stream(), sim.create_stream()
     begin_pool(lib, (1, 1), [a])

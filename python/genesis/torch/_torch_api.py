@@ -27,7 +27,8 @@ PyTorch's own return:
     _cuda_resetAccumulatedMemoryStats(device) totals and counters restart,
                                               peaks kept
     _cuda_memorySnapshot(mempool_id)          PyTorch's snapshot dict
-                                              (genesis.cuda.memory._snapshot();
+                                              (genesis.cuda.memory._snapshot()
+                                              and the graph pools' segments;
                                               a third element False in
                                               mempool_id leaves the traces out)
     _cuda_record_memory_history(...)          genesis.cuda.memory.
@@ -178,8 +179,11 @@ class GenesisSource:
         cuda.reset_accumulated_memory_stats(device)
 
     def snapshot(self):
+        """genesis.cuda.memory._snapshot(), with the segments of the CUDA
+        graphs' private pools added as PyTorch lists its own."""
+        from .. import _C, _pytorch_snapshot
         from ..cuda import memory
-        return memory._snapshot()
+        return _pytorch_snapshot.add_pools(memory._snapshot(), _C._torch_private_pool_views())
 
     def pool_live(self, device, pool):
         """Addresses of the live blocks of a CUDA graph's private pool, None
