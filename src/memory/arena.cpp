@@ -476,39 +476,6 @@ Block* detail::Arena::allocate_miss(ThreadCache* tc, std::size_t bytes, std::siz
   return b;
 }
 
-// Note [Borrowing across streams]: each stream's blocks live in segments of
-// that stream, so that a block freed on a stream can be handed out again on
-// it at once, ordered after the work already queued there. A program whose
-// streams peak at different moments then keeps every stream's own peak:
-// with classic segments the pool grows for one stream while another's
-// segments sit free, and with expandable segments the pages one stream freed
-// are unmapped before another maps the same amount (a trace with a copy
-// stream and two compute streams, peaking at 713, 148 and 25 MB but
-// together at 834 MB, mapped and unmapped about 46 MB every step). So before
-// growing, or before mapping pages past the mark, the smallest free block
-// of another stream of the pool that holds the request (with expandable
-// segments, one whose pages are all mapped) is lent to the stream that
-// asks, once nothing queued on the owner's stream can still use it:
-//   - an event recorded on the owner's stream covers every use of the
-//     block before it was freed (a segment whose stream was synchronised
-//     since its last free, Segment::settled, needs none);
-//   - with expandable segments the requesting stream waits for it on the
-//     device: the alternative, unmapping pages, waits for a stream on the
-//     host;
-//   - with classic segments the block is lent only if the owner's stream
-//     is idle (nothing queued there is still running): growing costs no
-//     wait, and lending must not make one stream's work wait for
-//     another's (a compute stream for a collective on a communication
-//     stream would lose the overlap they were split for);
-//   - the block stays in its owner's segment and is marked as used by the
-//     requesting stream (stream_uses), so its free records an event there
-//     and the block returns to its owner's free blocks only once that work
-//     has completed, as any block used on another stream does.
-// A lent block costs two driver calls (record and wait or query, ~2 us) and
-// an event at its free; growing costs a segment and mapping costs a map, a
-// set-access and, for the pages unmapped to make room, an unmap (~100 us
-// per chunk on an H200). Single-stream programs never get here (one stream
-// in the pool). stream_borrow:False turns it off.
 Block* detail::Arena::allocate_at_arena(std::uintptr_t addr, std::size_t size, std::size_t requested) {
   const bool recording = events_.on();
   const std::uint64_t t0 = recording ? detail::now_ns() : 0;
@@ -548,6 +515,39 @@ Block* detail::Arena::allocate_at_arena(std::uintptr_t addr, std::size_t size, s
   return b;
 }
 
+// Note [Borrowing across streams]: each stream's blocks live in segments of
+// that stream, so that a block freed on a stream can be handed out again on
+// it at once, ordered after the work already queued there. A program whose
+// streams peak at different moments then keeps every stream's own peak:
+// with classic segments the pool grows for one stream while another's
+// segments sit free, and with expandable segments the pages one stream freed
+// are unmapped before another maps the same amount (a trace with a copy
+// stream and two compute streams, peaking at 713, 148 and 25 MB but
+// together at 834 MB, mapped and unmapped about 46 MB every step). So before
+// growing, or before mapping pages past the mark, the smallest free block
+// of another stream of the pool that holds the request (with expandable
+// segments, one whose pages are all mapped) is lent to the stream that
+// asks, once nothing queued on the owner's stream can still use it:
+//   - an event recorded on the owner's stream covers every use of the
+//     block before it was freed (a segment whose stream was synchronised
+//     since its last free, Segment::settled, needs none);
+//   - with expandable segments the requesting stream waits for it on the
+//     device: the alternative, unmapping pages, waits for a stream on the
+//     host;
+//   - with classic segments the block is lent only if the owner's stream
+//     is idle (nothing queued there is still running): growing costs no
+//     wait, and lending must not make one stream's work wait for
+//     another's (a compute stream for a collective on a communication
+//     stream would lose the overlap they were split for);
+//   - the block stays in its owner's segment and is marked as used by the
+//     requesting stream (stream_uses), so its free records an event there
+//     and the block returns to its owner's free blocks only once that work
+//     has completed, as any block used on another stream does.
+// A lent block costs two driver calls (record and wait or query, ~2 us) and
+// an event at its free; growing costs a segment and mapping costs a map, a
+// set-access and, for the pages unmapped to make room, an unmap (~100 us
+// per chunk on an H200). Single-stream programs never get here (one stream
+// in the pool). stream_borrow:False turns it off.
 Block* detail::Arena::borrow(PoolId pool, std::size_t rounded, StreamId stream, bool may_wait) {
   Block* best = nullptr;
   pool_.free_index(pool).for_each_at_least(rounded, [&](Block* c) {
