@@ -202,7 +202,7 @@ def build(allocators, max_entries=None, skip_actions=(), settings=None):
 
 def add_pools(snapshot, views):
     """Adds the segments of CUDA graph private pools (Genesis behind PyTorch:
-    genesis._C._torch_private_pool_views()) to ``snapshot``, each with its
+    genesis._C._torch_private_pools(segments=True)) to ``snapshot``, each with its
     pool's id as segment_pool_id, as PyTorch lists its graph pools' memory
     beside the rest."""
     frames = _Frames()

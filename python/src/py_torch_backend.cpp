@@ -193,7 +193,7 @@ void open_python_site(std::optional<AllocationSite>& site) {
 // allocator for createOrIncrefPool, which the pluggable one refuses), so
 // the pools are CUDA graphs'. torch.compile's graph trees also check what a
 // pool holds and checkpoint it after each recording, which genesis.torch
-// answers from _torch_private_pool_live; restoring a checkpoint (a second
+// answers from _torch_private_pool_blocks; restoring a checkpoint (a second
 // path of graphs over one pool) re-creates blocks at their addresses
 // (_torch_private_pool_restore, CachingAllocator::allocate_at; Note
 // [Restoring a graph pool] in genesis/torch/_torch_api.py).
@@ -548,7 +548,7 @@ void bind_torch_backend(py::module_& m) {
       "This thread's last Genesis OOM explanation from the PyTorch adaptor (\"\" if none), forgotten once read.");
   m.def(
       "_torch_private_pools",
-      [] {
+      [](bool segments) {
         py::list out;
         std::lock_guard<std::mutex> lock(pools_mutex);
         for (const auto& p : pools) {
@@ -561,43 +561,19 @@ void bind_torch_backend(py::module_& m) {
           d["live_blocks"] = p->live;
           d["held_blocks"] = p->held.size();
           d["stats"] = stats_to_dict(p->alloc->stats());
+          if (segments) {
+            d["segments"] = snapshot_to_list(p->alloc->snapshot());
+            d["allocations"] = allocations_to_list(p->alloc->large_allocations(0));
+          }
           out.append(d);
         }
         return out;
       },
+      py::arg("segments") = false,
       "The private pools of CUDA graph captures and use_mem_pool regions behind PyTorch (Note [Private pools "
-      "behind PyTorch]): device, id, open regions, released, blocks out and held, and the pool's statistics.");
-  m.def(
-      "_torch_private_pool_views",
-      [] {
-        py::list out;
-        std::lock_guard<std::mutex> lock(pools_mutex);
-        for (const auto& p : pools) {
-          py::dict d;
-          d["device"] = p->device;
-          d["id"] = py::make_tuple(p->a, p->b);
-          d["segments"] = snapshot_to_list(p->alloc->snapshot());
-          d["allocations"] = allocations_to_list(p->alloc->large_allocations(0));
-          out.append(d);
-        }
-        return out;
-      },
-      "Each private pool's segments and live allocations (as genesis._C.Allocator.snapshot() and "
-      "large_allocations(0) give them), with its device and id: what PyTorch's snapshot lists as the segments of "
-      "segment_pool_id id.");
-  m.def(
-      "_torch_private_pool_live",
-      [](int device, unsigned long long a, unsigned long long b) -> py::object {
-        std::lock_guard<std::mutex> lock(pools_mutex);
-        PrivatePool* pool = find_pool(device, a, b);
-        if (pool == nullptr) return py::none();
-        py::list out;
-        for (const auto& [ptr, blk] : private_blocks)
-          if (blk.pool == pool) out.append(reinterpret_cast<std::uintptr_t>(ptr));
-        return out;
-      },
-      py::arg("device"), py::arg("a"), py::arg("b"),
-      "Addresses of the live blocks of private pool (a, b) of `device` (None: no such pool).");
+      "behind PyTorch]): device, id, open regions, uses, released, blocks out and held, and the pool's "
+      "statistics; with segments=True also its segments and live allocations (as genesis._C.Allocator.snapshot() "
+      "and large_allocations(0) give them), what PyTorch's snapshot lists under segment_pool_id id.");
   m.def(
       "_torch_private_pool_blocks",
       [](int device, unsigned long long a, unsigned long long b) -> py::object {

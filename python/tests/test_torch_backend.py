@@ -360,7 +360,7 @@ def test_graph_pools_appear_in_the_snapshot_as_pytorch_lists_them(lib, sim):
     pool_hook(lib, "end_allocate_to_pool", (6, 2))
     shared = malloc(lib, 2 * MiB)
     snap = _pytorch_snapshot.build([sim._allocator()])
-    _pytorch_snapshot.add_pools(snap, _C._torch_private_pool_views())
+    _pytorch_snapshot.add_pools(snap, _C._torch_private_pools(segments=True))
     pooled = [s for s in snap["segments"] if s["segment_pool_id"] == (6, 2)]
     assert pooled and all(s["segment_pool_id"] == (0, 0) for s in snap["segments"] if s not in pooled)
     for seg in snap["segments"]:   # the blocks tile each segment, as memory_viz requires

@@ -53,9 +53,6 @@ class SimSource:
     def record_history(self, **kwargs):
         gmem._record_memory_history(device=self.sim, **kwargs)
 
-    def pool_live(self, device, pool):
-        return {(0, 5): [0x1000, 0x2000]}.get(pool)
-
     def pool_blocks(self, device, pool):
         return {(0, 5): [(0x1000, 512, 500), (0x2000, 1024, 1000)]}.get(pool)
 

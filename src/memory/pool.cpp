@@ -38,21 +38,7 @@ Block* Pool::take(Block* b, std::size_t rounded) {
   // can be unmapped, so always split.
   const bool split = b->pool == kSmallPool || b->segment->expandable ? remaining >= kAlignment
                                                                               : remaining > kSmallLimit;
-  if (split) {
-    Block* rest = new_block();
-    rest->addr = b->addr + rounded;
-    rest->size = remaining;
-    rest->segment = b->segment;
-    rest->pool = b->pool;
-    rest->stream = b->stream;
-    rest->prev = b;
-    rest->next = b->next;
-    if (b->next != nullptr) b->next->prev = rest;
-    b->next = rest;
-    b->size = rounded;
-    map_.insert(rest->addr, rest);
-    index_insert(rest, owner);
-  }
+  if (split) index_insert(split_at(b, rounded), owner);
   return b;
 }
 
@@ -60,37 +46,12 @@ Block* Pool::take_range(Block* b, std::uintptr_t addr, std::size_t size) {
   void* owner = index_erase(b);
   if (addr > b->addr) {
     // The part before addr stays free, in the table b left.
-    Block* mid = new_block();
-    mid->addr = addr;
-    mid->size = b->addr + b->size - addr;
-    mid->segment = b->segment;
-    mid->pool = b->pool;
-    mid->stream = b->stream;
-    mid->prev = b;
-    mid->next = b->next;
-    if (b->next != nullptr) b->next->prev = mid;
-    b->next = mid;
-    b->size = addr - b->addr;
-    map_.insert(mid->addr, mid);
+    Block* mid = split_at(b, addr - b->addr);
     index_insert(b, owner);
     b = mid;
   }
   b->set_state(BlockState::kAllocated);
-  if (b->size > size) {
-    Block* rest = new_block();
-    rest->addr = b->addr + size;
-    rest->size = b->size - size;
-    rest->segment = b->segment;
-    rest->pool = b->pool;
-    rest->stream = b->stream;
-    rest->prev = b;
-    rest->next = b->next;
-    if (b->next != nullptr) b->next->prev = rest;
-    b->next = rest;
-    b->size = size;
-    map_.insert(rest->addr, rest);
-    index_insert(rest, owner);
-  }
+  if (b->size > size) index_insert(split_at(b, size), owner);
   return b;
 }
 

@@ -183,13 +183,7 @@ class GenesisSource:
         graphs' private pools added as PyTorch lists its own."""
         from .. import _C, _pytorch_snapshot
         from ..cuda import memory
-        return _pytorch_snapshot.add_pools(memory._snapshot(), _C._torch_private_pool_views())
-
-    def pool_live(self, device, pool):
-        """Addresses of the live blocks of a CUDA graph's private pool, None
-        if there is no such pool."""
-        from .. import _C
-        return _C._torch_private_pool_live(device, int(pool[0]), int(pool[1]))
+        return _pytorch_snapshot.add_pools(memory._snapshot(), _C._torch_private_pools(segments=True))
 
     def pool_blocks(self, device, pool):
         """The live blocks of a CUDA graph's private pool as (address, size,
@@ -337,9 +331,9 @@ def make_functions(source, originals):
         # torch.compile's CUDA graph trees check that a graph pool holds
         # exactly the storages they expect to be alive.
         reap()
-        live = source.pool_live(device, tuple(mempool_id))
+        blocks = source.pool_blocks(device, tuple(mempool_id))
         expected = set(expected)
-        return len(expected) == 0 if live is None else set(live) == expected
+        return len(expected) == 0 if blocks is None else {b[0] for b in blocks} == expected
 
     def checkpoint_state(device, mempool_id):
         # Taken at the end of every recording of torch.compile's graph trees.

@@ -77,6 +77,9 @@ class Pool {
   Block* new_block();
   Block* new_block_chunk();  // new_block's refill: a chunk of block records (out of line)
   void delete_block(Block* b);
+  // Cuts b after its first `keep` bytes: the rest becomes a new block record
+  // beside it (linked and mapped, not indexed, b's state left as it was).
+  Block* split_at(Block* b, std::size_t keep);
   // index_erase returns what index_insert takes as `like` for a block of the
   // same segment (FreeIndex::insert_like); null: a plain insert.
   void index_insert(Block* b, void* like = nullptr);
@@ -118,6 +121,22 @@ inline void Pool::delete_block(Block* b) {
   b->set_state(BlockState::kDead);
   b->cache_next = free_blocks_;
   free_blocks_ = b;
+}
+
+inline Block* Pool::split_at(Block* b, std::size_t keep) {
+  Block* rest = new_block();
+  rest->addr = b->addr + keep;
+  rest->size = b->size - keep;
+  rest->segment = b->segment;
+  rest->pool = b->pool;
+  rest->stream = b->stream;
+  rest->prev = b;
+  rest->next = b->next;
+  if (b->next != nullptr) b->next->prev = rest;
+  b->next = rest;
+  b->size = keep;
+  map_.insert(rest->addr, rest);
+  return rest;
 }
 
 // Both keep the inactive-split statistics without a branch on whether the
