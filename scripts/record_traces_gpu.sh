@@ -6,7 +6,7 @@
 # cudaMallocAsync), then replays the whole corpus with
 # `genesis-mem replay --corpus` on the simulated device and on the GPU.
 # Five or six workloads (GENESIS_TRACE_WORKLOADS, below) fit one 10-minute
-# command, the build included; all thirteen take two.
+# command, the build included; all sixteen take three.
 #
 #   scripts/record_traces_gpu.sh            (from the repository root)
 #

@@ -637,6 +637,101 @@ def lora_finetune(env):
             "steps": env.count}
 
 
+def vit_train(env):
+    """A vision transformer: activations grow with the batch as the square of
+    nothing (fixed patches), but attention's buffers and the optimizer's state
+    are large beside the convolutional models."""
+    import torchvision
+
+    torch = env.torch
+    if env.tiny:
+        make = lambda: torchvision.models.VisionTransformer(image_size=32, patch_size=16, num_layers=2,  # noqa: E731
+                                                            num_heads=2, hidden_dim=32, mlp_dim=64)
+        res, batches = 32, [2, 3]
+    else:
+        make = lambda: torchvision.models.vit_b_16(weights=None)  # noqa: E731
+        res, batches = 224, [64, 48, 96, 32, 80]
+    model = env.build(make)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for _ in env.loop(env.steps(24)):
+        b = env.rng.choice(batches)
+        x = torch.randn(b, 3, res, res, device=env.device)
+        y = torch.randint(0, 1000, (b,), device=env.device)
+        with env.autocast():
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return {"model": "torchvision vit_b_16" if not env.tiny else "torchvision VisionTransformer (tiny)",
+            "workload": f"training at {res}x{res}, batch drawn every step from {batches}, bf16 autocast, AdamW, "
+                        "gradient clipping", "steps": env.count}
+
+
+def gnn_train(env):
+    """Message passing over graphs of random sizes: every tensor's size is a
+    node or edge count drawn per batch, so no two steps allocate alike and
+    few sizes are round."""
+    torch = env.torch
+    nn = torch.nn
+    width, layers = (16, 2) if env.tiny else (256, 4)
+    lins = nn.ModuleList([nn.Linear(width, width) for _ in range(layers)]).to(env.device)
+    msgs = nn.ModuleList([nn.Linear(2 * width, width) for _ in range(layers)]).to(env.device)
+    head = nn.Linear(width, 8).to(env.device)
+    opt = torch.optim.Adam([*lins.parameters(), *msgs.parameters(), *head.parameters()], lr=1e-3)
+    for _ in env.loop(env.steps(80)):
+        graphs = 2 if env.tiny else env.rng.randint(8, 48)
+        sizes = [env.rng.randint(5, 40) if env.tiny else env.rng.randint(200, 2000) for _ in range(graphs)]
+        n = sum(sizes)
+        e = n * (3 if env.tiny else env.rng.randint(4, 16))
+        h = torch.randn(n, width, device=env.device)
+        src = torch.randint(0, n, (e,), device=env.device)
+        dst = torch.randint(0, n, (e,), device=env.device)
+        batch = torch.repeat_interleave(torch.arange(graphs, device=env.device),
+                                        torch.tensor(sizes, device=env.device))
+        for lin, msg in zip(lins, msgs):
+            m = msg(torch.cat([h[src], h[dst]], dim=1)).relu()
+            agg = torch.zeros_like(h).index_add_(0, dst, m)
+            h = (lin(h) + agg).relu()
+        pooled = torch.zeros(graphs, width, device=env.device).index_add_(0, batch, h)
+        y = torch.randint(0, 8, (graphs,), device=env.device)
+        loss = nn.functional.cross_entropy(head(pooled), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return {"model": f"graph network ({layers} message-passing layers, width {width})",
+            "workload": "training on batches of 8-48 random graphs of 200-2000 nodes and 4-16 edges per node: "
+                        "gathers, concatenations and index_add_ whose sizes change every step", "steps": env.count}
+
+
+def lstm_packed(env):
+    """A recurrent model over packed sequences of varying lengths: cuDNN's
+    workspace and reserve buffers, sized by the batch's total length."""
+    torch = env.torch
+    nn = torch.nn
+    feat, hidden, layers = (8, 16, 1) if env.tiny else (80, 512, 3)
+    rnn = nn.LSTM(feat, hidden, num_layers=layers, bidirectional=True, batch_first=True).to(env.device)
+    head = nn.Linear(2 * hidden, 32).to(env.device)
+    opt = torch.optim.Adam([*rnn.parameters(), *head.parameters()], lr=1e-3)
+    pack = nn.utils.rnn.pack_padded_sequence
+    for _ in env.loop(env.steps(60)):
+        b = 2 if env.tiny else env.rng.choice([16, 24, 32, 48])
+        lengths = sorted((env.rng.randint(4, 12) if env.tiny else env.rng.randint(50, 1500) for _ in range(b)),
+                         reverse=True)
+        x = torch.randn(b, lengths[0], feat, device=env.device)
+        out, _ = rnn(pack(x, torch.tensor(lengths), batch_first=True))
+        logits = head(out.data)
+        y = torch.randint(0, 32, (logits.shape[0],), device=env.device)
+        loss = nn.functional.cross_entropy(logits, y)
+        loss.backward()
+        nn.utils.clip_grad_norm_(rnn.parameters(), 5.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return {"model": f"bidirectional LSTM ({layers} layers, hidden {hidden}, cuDNN)",
+            "workload": "speech-like training on packed batches of 16-48 sequences of 50-1500 frames, fp32, Adam, "
+                        "gradient clipping", "steps": env.count}
+
+
 WORKLOADS = {
     "llm_train": llm_train,
     "llm_serve": llm_serve,
@@ -651,4 +746,7 @@ WORKLOADS = {
     "seq2seq_train": seq2seq_train,
     "detection_train": detection_train,
     "lora_finetune": lora_finetune,
+    "vit_train": vit_train,
+    "gnn_train": gnn_train,
+    "lstm_packed": lstm_packed,
 }
