@@ -277,6 +277,56 @@ def test_cuda_graphs_capture_and_replay_on_genesis():
     """)
 
 
+def test_a_graph_pool_keeps_its_memory_and_shows_in_snapshots():
+    """A graph replays into blocks of its pool that are free between replays:
+    empty_cache must not give them back, and the pool's segments show in
+    snapshots under its id, as PyTorch lists its own graph pools."""
+    run("""
+        from torch.cuda import _memory_viz as viz
+        gt.use_genesis_allocator()
+        torch.cuda.memory._record_memory_history(max_entries=10000)
+        x = torch.ones(1 << 20, device="cuda")
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                (x * 3 + 1).sum()
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            tmp = x * 3            # free between replays, written by each
+            out = (tmp + 1).sum()
+            del tmp
+        (pool,) = genesis._C._torch_private_pools()
+        held = pool["stats"]["reserved_bytes.all.current"]
+        assert held >= 4 << 20, pool
+        torch.cuda.empty_cache()
+        genesis.cuda.empty_cache()
+        (after,) = genesis._C._torch_private_pools()
+        assert after["stats"]["reserved_bytes.all.current"] == held, (pool, after)
+        # Other memory the program frees still goes back.
+        junk = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+        del junk
+        torch.cuda.empty_cache()
+        assert genesis.cuda.memory_stats(0)["reserved_bytes.all.current"] < (256 << 20)
+        for v in (2.0, 5.0):
+            x.fill_(v)
+            g.replay()
+            torch.cuda.synchronize()
+            assert float(out) == (3 * v + 1) * (1 << 20)
+        snap = torch.cuda.memory._snapshot()
+        ids = {tuple(seg["segment_pool_id"]) for seg in snap["segments"]}
+        mine = [seg for seg in snap["segments"] if tuple(seg["segment_pool_id"]) == tuple(pool["id"])]
+        assert mine and sum(seg["total_size"] for seg in mine) == held, (ids, pool["id"])
+        assert any(b["state"] == "active_allocated" for seg in mine for b in seg["blocks"])
+        assert "base64" in viz.segment_plot(snap)
+        torch.cuda.memory._record_memory_history(enabled=None)
+        del g, out
+        gc.collect()
+        assert genesis._C._torch_private_pools() == []
+    """)
+
+
 def test_torch_compile_reduce_overhead_runs_on_genesis():
     run("""
         gt.use_genesis_allocator()
