@@ -160,6 +160,8 @@ void apply(const Item& it, AllocatorOptions& o) {
     o.thread_cache_large_park = static_cast<std::uint32_t>(it.count(0, 1u << 20));
   } else if (k == "thread_cache_flush_at_peak") {
     o.thread_cache_flush_at_peak = it.boolean();
+  } else if (k == "classic_release_at_mark") {
+    o.classic_release_at_mark = it.boolean();
   } else if (k == "stream_borrow") {
     o.stream_borrow = it.boolean();
   } else if (k == "thread_cache_near_fit") {
@@ -205,6 +207,8 @@ const std::vector<AllocConfKey>& alloc_conf_keys() {
       {"thread_cache_large_park", "0..1048576", "large blocks a thread may keep across pool searches"},
       {"thread_cache_flush_at_peak", "True|False",
        "expandable segments: thread caches go back to the pool before it maps past its peak"},
+      {"classic_release_at_mark", "True|False",
+       "classic segments: wholly free segments go back before the pool grows past its peak"},
       {"stream_borrow", "True|False",
        "a stream may take another stream's free block (waiting for its work) instead of growing"},
       {"thread_cache_near_fit", "0..1024", "near fits: a cached block at most 1/N larger (0: off)"},
@@ -283,6 +287,8 @@ std::string format_alloc_conf(const AllocatorOptions& o) {
   if (o.thread_cache_flush_at_peak != d.thread_cache_flush_at_peak)
     add("thread_cache_flush_at_peak", flag(o.thread_cache_flush_at_peak));
   if (o.stream_borrow != d.stream_borrow) add("stream_borrow", flag(o.stream_borrow));
+  if (o.classic_release_at_mark != d.classic_release_at_mark)
+    add("classic_release_at_mark", flag(o.classic_release_at_mark));
   if (o.thread_cache_near_fit != d.thread_cache_near_fit)
     add("thread_cache_near_fit", std::to_string(o.thread_cache_near_fit));
   if (o.chunk_pages != d.chunk_pages) add("chunk_pages", std::to_string(o.chunk_pages));

@@ -103,6 +103,17 @@ struct AllocatorOptions {
   /// per expandable segment, whichever is more; 0 keeps none). Negative
   /// (auto): 0.015 where mapping is expensive (CUDA), 0 where it is cheap.
   double release_slack = -1.0;
+  /// Classic segments: before the pool takes a new segment that would raise
+  /// reserved memory above its high-water mark (or above the highest
+  /// allocated bytes, if that is higher), wholly free segments go back to
+  /// the upstream first, the largest first, as many as the excess (Note
+  /// [Classic segments at the mark]). Reserved memory then follows what
+  /// the program holds instead of what it has ever held in each size, at
+  /// the price of a driver free and a later allocation for each segment
+  /// given back (on CUDA cudaFree, which waits for the device). Off by
+  /// default; expandable segments, which give pages back at their mark
+  /// anyway, ignore it.
+  bool classic_release_at_mark = false;
   /// Arenas (Note [Arenas]): independent pools, each with its own lock,
   /// free lists and segments; threads are spread over them in the order they
   /// first allocate, so threads that miss their caches at the same time do

@@ -142,6 +142,9 @@ class Arena {
   // A new classic segment for `rounded` bytes (upstream, caps, out-of-memory
   // recovery), and the block taken from it.
   Block* grow(PoolId pool, std::size_t rounded, StreamId stream, std::size_t bytes);
+  // Classic segments at the mark: gives wholly free segments back before a
+  // new one of seg_size would pass the mark (Note [Classic segments at the mark]).
+  void release_segments_at_mark(std::size_t seg_size, std::size_t rounded);
   // Note [Borrowing across streams]: a free block of another stream taken
   // for `stream` instead of growing or mapping, or null. may_wait: `stream`
   // may wait on the device for the owner's queued work; else only an idle
@@ -216,6 +219,11 @@ class Arena {
   };
   std::vector<PendingEvent> pending_;
   ExpandableSegments expandable_;  // Note [Expandable segments]
+  // Classic segments at the mark: the most reserved bytes after any growth,
+  // and the most bytes out of the pool (thread caches excepted) at any
+  // growth; a new segment may raise reserved memory up to the higher.
+  std::int64_t classic_high_water_ = 0;
+  std::int64_t classic_allocated_high_ = 0;
   std::size_t memory_limit_ = SIZE_MAX;
   std::size_t total_capacity_ = 0;
 };
