@@ -614,14 +614,19 @@ Block* detail::Arena::borrow(PoolId pool, std::size_t rounded, StreamId stream, 
 // network, whose every growth is now a cudaFree and a cudaMalloc). Off by
 // default: the replay's time is what classic segments are the CUDA default
 // for.
-void detail::Arena::release_segments_at_mark(std::size_t seg_size, std::size_t rounded) {
+Block* detail::Arena::release_segments_at_mark(PoolId pool, std::size_t rounded, StreamId stream,
+                                                std::size_t seg_size) {
   const std::int64_t allocated = stats_.out_total() - thread_cached_total_locked() + static_cast<std::int64_t>(rounded);
   classic_allocated_high_ = std::max(classic_allocated_high_, allocated);
   std::int64_t over = stats_.reserved_total() + static_cast<std::int64_t>(seg_size) -
                       std::max(classic_high_water_, classic_allocated_high_);
-  if (over <= 0) return;
-  // Blocks parked in thread caches may be all that keeps a segment in use.
-  if (thread_cached_total_locked() != 0) reclaim_thread_caches(true);
+  if (over <= 0) return nullptr;
+  // Blocks parked in thread caches may be all that keeps a segment in use;
+  // back in the pool and merged, they may also serve the request.
+  if (thread_cached_total_locked() != 0) {
+    reclaim_thread_caches(true);
+    if (Block* b = pool_.find(pool, rounded, stream); b != nullptr) return b;
+  }
   std::vector<Segment*> whole;
   for (Segment* seg = pool_.segments(); seg != nullptr; seg = seg->next_seg) {
     const Block* b = seg->first;
@@ -634,6 +639,7 @@ void detail::Arena::release_segments_at_mark(std::size_t seg_size, std::size_t r
     release_segment(seg);
   }
   if (pool_.map().has_retired()) synchronize_readers();
+  return nullptr;
 }
 
 Block* detail::Arena::grow(PoolId pool, std::size_t rounded, StreamId stream, std::size_t bytes) {
@@ -651,7 +657,10 @@ Block* detail::Arena::grow(PoolId pool, std::size_t rounded, StreamId stream, st
     return p;
   };
 
-  if (options_.classic_release_at_mark && !options_.keep_segments) release_segments_at_mark(seg_size, rounded);
+  if (options_.classic_release_at_mark && !options_.keep_segments) {
+    if (Block* fit = release_segments_at_mark(pool, rounded, stream, seg_size); fit != nullptr)
+      return pool_.take(fit, rounded);
+  }
   void* p = try_upstream(seg_size);
   if (p == nullptr) {
     // Out of memory: make everything cached reusable, then either a block fits

@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "genesis/memory/alloc_conf.h"
@@ -123,6 +125,35 @@ TEST_F(ClassicMarkTest, ParkedBlocksDoNotKeepASegmentFromGoingBack) {
   EXPECT_EQ(peak_reserved(*a), static_cast<std::int64_t>(130 * MiB));
   EXPECT_EQ(count_blocks(a->snapshot(), "thread_cached"), 0u);
   a->deallocate(bigger);
+  a->check_invariants();
+}
+
+// Another thread's parked block, merged back with its free neighbour, fits
+// the request: the pool takes it, neither giving the segment back nor
+// growing.
+TEST_F(ClassicMarkTest, ABlockThatFitsOnceTheCachesAreBackIsTakenInstead) {
+  auto a = make(true);
+  void* whole = a->allocate(120 * MiB);
+  a->deallocate(whole);
+  void* mine = a->allocate(60 * MiB);
+  std::promise<void> parked, done;
+  std::thread other([&] {
+    void* theirs = a->allocate(60 * MiB);  // the other half of the 120 MiB segment
+    a->deallocate(theirs);                 // parked in this thread's cache
+    parked.set_value();
+    done.get_future().wait();  // the cache lives as long as the thread
+  });
+  parked.get_future().wait();
+  a->deallocate(mine);
+  EXPECT_EQ(count_blocks(a->snapshot(), "thread_cached"), 2u);  // each half in its thread's cache
+  const std::int64_t allocs = a->stats().num_upstream_allocs;
+  void* big = a->allocate(100 * MiB);  // 160 MiB out counting the parked block: past the mark
+  EXPECT_EQ(a->stats().num_upstream_allocs, allocs);
+  EXPECT_EQ(a->stats().num_upstream_frees, 0);
+  EXPECT_EQ(reserved(*a), static_cast<std::int64_t>(120 * MiB));
+  a->deallocate(big);
+  done.set_value();
+  other.join();
   a->check_invariants();
 }
 

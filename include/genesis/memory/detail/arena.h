@@ -143,8 +143,10 @@ class Arena {
   // recovery), and the block taken from it.
   Block* grow(PoolId pool, std::size_t rounded, StreamId stream, std::size_t bytes);
   // Classic segments at the mark: gives wholly free segments back before a
-  // new one of seg_size would pass the mark (Note [Classic segments at the mark]).
-  void release_segments_at_mark(std::size_t seg_size, std::size_t rounded);
+  // new one of seg_size would pass the mark (Note [Classic segments at the
+  // mark]). Returns a free block that fits instead, found once the thread
+  // caches came back, or null.
+  Block* release_segments_at_mark(PoolId pool, std::size_t rounded, StreamId stream, std::size_t seg_size);
   // Note [Borrowing across streams]: a free block of another stream taken
   // for `stream` instead of growing or mapping, or null. may_wait: `stream`
   // may wait on the device for the owner's queued work; else only an idle
