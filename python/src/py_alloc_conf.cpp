@@ -28,6 +28,7 @@ py::dict options_to_dict(const memory::AllocatorOptions& o) {
   d["thread_cache_flush_at_peak"] = o.thread_cache_flush_at_peak;
   d["thread_cache_near_fit"] = o.thread_cache_near_fit;
   d["stream_borrow"] = o.stream_borrow;
+  d["classic_release_at_mark"] = o.classic_release_at_mark;
   d["chunk_pages"] = o.chunk_pages;
   d["chunk_strand_pages"] = o.chunk_strand_pages == memory::AllocatorOptions::kAutoStrandPages
                                 ? py::object(py::str("auto"))

@@ -39,6 +39,9 @@ def test_text_and_keywords_give_the_same_options():
     assert _alloc_conf.parse("")["chunk_strand_pages"] == "auto"
     assert _alloc_conf.parse("chunk_strand_pages:4")["chunk_strand_pages"] == 4
     assert _alloc_conf.parse(_alloc_conf.conf_text(chunk_strand_pages="auto"))["chunk_strand_pages"] == "auto"
+    # Classic segments keep every free segment unless asked to give them back at the mark.
+    assert _alloc_conf.parse("")["classic_release_at_mark"] is False
+    assert _alloc_conf.parse(_alloc_conf.conf_text(classic_release_at_mark=True))["classic_release_at_mark"] is True
     # Lending free blocks across streams: on unless turned off.
     assert _alloc_conf.parse("")["stream_borrow"] is True
     assert _alloc_conf.parse(_alloc_conf.conf_text(stream_borrow=False))["stream_borrow"] is False
@@ -195,3 +198,24 @@ def test_a_malformed_environment_is_a_clear_error_at_first_use():
     assert p.returncode == 0, p.stderr
     assert "ERR GENESIS_ALLOC_CONF: bad value 'yes' for expandable_segments" in p.stdout
     assert "ERR2 GENESIS_ALLOC_CONF" in p.stdout
+
+
+def test_classic_segments_give_back_at_the_mark_when_asked():
+    """A buffer that grows by a third each step, the old one freed once the
+    new one is made: kept, the old buffers add up to several times what is
+    live; given back at the mark, reserved memory stays at the live peak."""
+    peaks = {}
+    for release in (False, True):
+        a = SimulatedAllocator("8GB", expandable=False, conf=f"classic_release_at_mark:{release}")
+        size = 16 * MiB
+        cur = a.allocate(size)
+        live_peak = size
+        for _ in range(8):
+            nxt = -(-(size + size // 3) // (2 * MiB)) * (2 * MiB)
+            grown = a.allocate(nxt)
+            live_peak = max(live_peak, size + nxt)
+            a.free(cur)
+            cur, size = grown, nxt
+        a.free(cur)
+        peaks[release] = a.memory_stats()["reserved_bytes.all.peak"] / live_peak
+    assert peaks[True] == 1.0 and peaks[False] > 1.5, peaks
