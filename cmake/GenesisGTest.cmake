@@ -58,6 +58,7 @@ function(genesis_add_gtest_executable name)
   endif()
   genesis_target_warnings(${name})
   genesis_test_optimisation(${name})
+  genesis_test_binary_flags(${name})
   if(GENESIS_TEST_UNITY)
     # Every test file parses GoogleTest and Genesis's headers (~6 s under
     # ASan+UBSan before a line of its own): eight files share one parse.
