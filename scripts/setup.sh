@@ -17,7 +17,8 @@ JOBS="$(nproc 2>/dev/null || echo 2)"
 
 # Debian packages Genesis needs to build and test (compilers, CMake/Ninja,
 # GoogleTest, tool/bench/python dependencies; python3-hypothesis runs the
-# Python property tests, python3-matplotlib draws memory timelines; clang-14
+# Python property tests, python3-pytest-xdist runs the Python tests on every
+# core, python3-matplotlib draws memory timelines; clang-14
 # with libclang-rt-14-dev builds the libFuzzer targets in fuzz/, and llvm-14's
 # llvm-symbolizer gives their crash reports file and line).
 # Only what the build and the tests use: git is not listed (whoever runs
@@ -27,7 +28,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgtest-dev
   libcli11-dev nlohmann-json3-dev zlib1g-dev
-  pybind11-dev libdlpack-dev python3-dev python3-numpy python3-pytest python3-hypothesis python3-matplotlib
+  pybind11-dev libdlpack-dev python3-dev python3-numpy python3-pytest python3-pytest-xdist python3-hypothesis python3-matplotlib
   clang-14 libclang-rt-14-dev llvm-14
   libopenblas-dev
   libcpp-httplib-dev libssl-dev prometheus
