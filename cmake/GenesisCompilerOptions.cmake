@@ -59,7 +59,10 @@ endfunction()
 #   Release, RelWithDebInfo test binaries at -O0, but for the files named
 #                           with genesis_test_heavy_loops() (tests that loop
 #                           over all 2^32 float patterns in their own code),
-#                           which get -O2 and their own compiler run
+#                           which get -O2 and their own compiler run, and
+#                           genesis_gpu_tests, which stays at -O1: its
+#                           checks fill and compare millions of elements in
+#                           test code (one test took 59 s at -O0)
 #   other build types       nothing added
 # (Release: a test file at -O0 compiled in 37 s against 60 s at -O1; the
 # whole test run took as long, once the float-pattern loops kept their
@@ -113,6 +116,14 @@ function(genesis_test_heavy_loops)
   if(GENESIS_TEST_HEAVY_LOOP_FLAGS)
     set_source_files_properties(${ARGN} PROPERTIES
       COMPILE_OPTIONS "${GENESIS_TEST_HEAVY_LOOP_FLAGS}" SKIP_UNITY_BUILD_INCLUSION ON)
+  endif()
+endfunction()
+
+# genesis_test_keep_optimised(<target>): a test binary whose own code does
+# heavy work keeps -O1 where the others get none (above).
+function(genesis_test_keep_optimised target)
+  if(GENESIS_TEST_HEAVY_LOOP_FLAGS)
+    target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:-O1>")
   endif()
 endfunction()
 
