@@ -56,8 +56,7 @@ void detail::Arena::release_free_segments(std::uint64_t idle_before_ns, std::siz
   if (options_.keep_segments) return;  // a graph pool: replays may write into free segments
   for (Segment* seg = pool_.segments(); seg != nullptr;) {
     Segment* next = seg->next_seg;
-    Block* b = seg->first;
-    if (b->next == nullptr && b->load_state() == BlockState::kFree && seg->last_used_ns <= idle_before_ns &&
+    if (seg->wholly_free() && seg->last_used_ns <= idle_before_ns &&
         !(keep_expandable && seg->expandable)) {
       if (released != nullptr) *released += seg->expandable ? seg->mapped_bytes : seg->size;
       release_segment(seg);
@@ -142,7 +141,7 @@ void detail::Arena::enforce_cache_limit() {
   auto release_lru = [&]() {
     std::vector<Segment*> candidates;
     for (Segment* s = pool_.segments(); s != nullptr; s = s->next_seg)
-      if (s->first->next == nullptr && s->first->load_state() == BlockState::kFree) candidates.push_back(s);
+      if (s->wholly_free()) candidates.push_back(s);
     std::sort(candidates.begin(), candidates.end(),
               [](const Segment* a, const Segment* b) { return a->last_used_ns < b->last_used_ns; });
     for (Segment* s : candidates) {

@@ -616,6 +616,7 @@ Block* detail::Arena::borrow(PoolId pool, std::size_t rounded, StreamId stream, 
 // for.
 Block* detail::Arena::release_segments_at_mark(PoolId pool, std::size_t rounded, StreamId stream,
                                                 std::size_t seg_size) {
+  if (options_.keep_segments) return nullptr;  // a graph pool: replays may write into free segments
   const std::int64_t allocated = stats_.out_total() - thread_cached_total_locked() + static_cast<std::int64_t>(rounded);
   classic_allocated_high_ = std::max(classic_allocated_high_, allocated);
   std::int64_t over = stats_.reserved_total() + static_cast<std::int64_t>(seg_size) -
@@ -629,8 +630,7 @@ Block* detail::Arena::release_segments_at_mark(PoolId pool, std::size_t rounded,
   }
   std::vector<Segment*> whole;
   for (Segment* seg = pool_.segments(); seg != nullptr; seg = seg->next_seg) {
-    const Block* b = seg->first;
-    if (!seg->expandable && b->next == nullptr && b->load_state() == BlockState::kFree) whole.push_back(seg);
+    if (!seg->expandable && seg->wholly_free()) whole.push_back(seg);
   }
   std::sort(whole.begin(), whole.end(), [](const Segment* x, const Segment* y) { return x->size > y->size; });
   for (Segment* seg : whole) {
@@ -657,7 +657,7 @@ Block* detail::Arena::grow(PoolId pool, std::size_t rounded, StreamId stream, st
     return p;
   };
 
-  if (options_.classic_release_at_mark && !options_.keep_segments) {
+  if (options_.classic_release_at_mark) {
     if (Block* fit = release_segments_at_mark(pool, rounded, stream, seg_size); fit != nullptr)
       return pool_.take(fit, rounded);
   }

@@ -105,6 +105,10 @@ struct Segment {
   // synchronised: no queued work can touch its free pages, and unmapping
   // them needs no new wait (Note [Settled segments]).
   bool settled = false;
+
+  /// The whole segment is one free block: nothing in it is in use, and it can
+  /// go back upstream as it is.
+  bool wholly_free() const noexcept { return first->next == nullptr && first->load_state() == BlockState::kFree; }
 };
 
 }  // namespace genesis::memory::detail
