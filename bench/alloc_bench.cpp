@@ -26,6 +26,7 @@
 
 #include "bench_common.h"
 #include "genesis/cuda/runtime.h"
+#include "genesis/memory/alloc_conf.h"
 #include "genesis/memory/caching_allocator.h"
 #include "genesis/memory/detail/asymmetric_fence.h"
 #include "genesis/memory/cuda_resource.h"
@@ -148,10 +149,10 @@ void print_stats(gb::Reporter& rep, const std::string& what, const CachingAlloca
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "%s: allocs=%lld thread-cache hits=%.1f%% cache hits=%.1f%% upstream allocs=%lld "
-                "reserved peak=%s",
+                "reserved peak=%s arenas=%u",
                 what.c_str(), static_cast<long long>(s.num_allocs), 100.0 * s.num_thread_cache_hits / allocs,
                 100.0 * s.num_cache_hits / allocs, static_cast<long long>(s.num_upstream_allocs),
-                fmt_bytes(static_cast<double>(s.reserved_bytes[0].peak)).c_str());
+                fmt_bytes(static_cast<double>(s.reserved_bytes[0].peak)).c_str(), a.arenas_in_use());
   rep.note(buf);
 }
 
@@ -260,6 +261,15 @@ int main(int argc, char** argv) {
       g_options.arenas = static_cast<std::uint32_t>(n);
       return true;
     }
+    if (k == "--alloc-conf") {  // on top of the options the flags above set
+      try {
+        g_options = genesis::memory::parse_alloc_conf(v, g_options, "--alloc-conf");
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return false;
+      }
+      return true;
+    }
     if (k == "--expandable") {
       using E = AllocatorOptions::Expandable;
       if (v != "auto" && v != "on" && v != "off") return false;
@@ -277,7 +287,9 @@ int main(int argc, char** argv) {
         "  --arenas N         pools threads are dealt over: 0 (default: one per hardware thread, at most 8),\n"
         "                     1 (a single pool) .. 8\n"
         "  --sim-vmm-cost C   simulated device's page mapping cost: none (default), cuda (H200 driver\n"
-        "                     figures), or MAP,SET_ACCESS,UNMAP microseconds per physical chunk\n%s",
+        "                     figures), or MAP,SET_ACCESS,UNMAP microseconds per physical chunk\n"
+        "  --alloc-conf TEXT  allocator options as GENESIS_ALLOC_CONF writes them (e.g.\n"
+        "                     thread_cache_large_park:4), applied after the flags before it\n%s",
         argv[0], gb::common_usage());
     return parsed ? 0 : 2;
   }

@@ -36,6 +36,7 @@ py::dict options_to_dict(const memory::AllocatorOptions& o) {
   d["idle_release"] = o.idle_release_ms == 0 ? py::object(py::none()) : py::object(py::float_(o.idle_release_ms / 1000.0));
   d["release_slack"] = o.release_slack < 0 ? py::object(py::str("auto")) : py::object(py::float_(o.release_slack));
   d["arenas"] = o.arenas;
+  d["arena_move_window"] = o.arena_move_window;
   d["record_events"] = o.record_events;
   d["event_capacity"] = o.event_capacity_per_thread;
   return d;

@@ -175,6 +175,8 @@ void apply(const Item& it, AllocatorOptions& o) {
     o.release_slack = it.slack();
   } else if (k == "arenas") {
     o.arenas = static_cast<std::uint32_t>(it.count(0, CachingAllocator::kMaxArenas));
+  } else if (k == "arena_move_window") {
+    o.arena_move_window = static_cast<std::uint32_t>(it.count(0, 1u << 20));
   } else if (k == "idle_release") {
     o.idle_release_ms = it.duration_ms();
   } else if (k == "record_events") {
@@ -216,7 +218,11 @@ const std::vector<AllocConfKey>& alloc_conf_keys() {
       {"chunk_strand_pages", "auto or 0..1048576", "expandable segments: pages a chunk may strand outside a block"},
       {"release_slack", "auto or 0..0.1",
        "expandable segments: room above the allocated peak a loop may keep instead of remapping each step"},
-      {"arenas", "0..8 (0: one per hardware thread)", "independent pools threads are spread over"},
+      {"arenas", "0..8 (0: auto)",
+       "independent pools threads are spread over (auto: one per hardware thread for host memory; for device "
+       "memory one pool that contending threads leave)"},
+      {"arena_move_window", "0..1048576 (0: never)",
+       "device memory, arenas auto: a thread waiting on the pool lock in a quarter of this many misses moves out"},
       {"idle_release", "off or a duration (500ms, 30s, 5min)",
        "give the cached memory back after this long without an allocation"},
       {"record_events", "True|False", "record every alloc/free into the event history"},
@@ -307,6 +313,7 @@ std::string format_alloc_conf(const AllocatorOptions& o) {
     add("release_slack", buf);
   }
   if (o.arenas != d.arenas) add("arenas", std::to_string(o.arenas));
+  if (o.arena_move_window != d.arena_move_window) add("arena_move_window", std::to_string(o.arena_move_window));
   if (o.idle_release_ms != d.idle_release_ms) {
     const std::uint32_t ms = o.idle_release_ms;
     add("idle_release", ms == 0           ? std::string("off")

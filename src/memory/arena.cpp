@@ -78,6 +78,7 @@ detail::Arena::Arena(std::shared_ptr<UpstreamResource> upstream, AllocatorOption
 void detail::Arena::join(ArenaSet& set) {
   set_ = &set;
   arena_limit_ = set.limit();
+  move_window_ = set.moves() && arena_index_ == 0 ? options_.arena_move_window : 0;
   family_reserved_ = &set.reserved();
   events_.set_levels(&set.levels());
   if (arena_index_ != 0) {
@@ -139,9 +140,20 @@ detail::Arena::~Arena() {
 ThreadCache* detail::Arena::thread_cache_slow() noexcept {
   if (Arena* root = set_->root(); root != this) return root->thread_cache_slow();  // it deals threads out (Note [Arenas])
   if (!thread_cache_on_ || generation_ == detail::AllocatorRegistry::kNoSlot) return nullptr;
+  Arena* arena = this;
+  try {
+    if (arena_limit_ > 1) arena = &set_->deal();
+  } catch (...) {
+    return nullptr;  // no arena could be made: this thread uses the slow path
+  }
+  ThreadCache* tc = attach_thread(arena);
+  if (tc != nullptr) set_->arrived(arena->arena_index_);
+  return tc;
+}
+
+ThreadCache* detail::Arena::attach_thread(Arena* arena) noexcept {
   ThreadCache* tc = nullptr;
   try {
-    Arena* arena = arena_limit_ > 1 ? &set_->deal() : this;
     tc = new ThreadCache(detail::this_thread_number(), arena);
     tc->at_root = arena == this;  // this is arena 0 here
     Lock lock(arena->mutex_);
@@ -164,8 +176,61 @@ ThreadCache* detail::Arena::thread_cache_slow() noexcept {
   return tc;
 }
 
+void detail::Arena::note_slow_lock(ThreadCache* tc) noexcept {
+  ++tc->slow_locks;
+  tc->slow_locks_waited += detail::tls_lock_waited ? 1u : 0u;
+  if (tc->slow_locks < move_window_) return;
+  // A quarter of the window waited, and another thread would stay behind.
+  tc->move_out = tc->slow_locks_waited * 4 >= tc->slow_locks && caches_.size() > 1;
+  tc->slow_locks = tc->slow_locks_waited = 0;
+}
+
+ThreadCache* detail::Arena::move_thread(ThreadCache* tc) {
+  tc->move_out = false;
+  // Only to an arena with fewer threads than this one keeps without the
+  // mover: the last threads to contend here would otherwise trade places.
+  std::uint32_t there = 0;
+  const std::uint32_t k = set_->claim_quietest_other(&there);
+  auto stays = [&] { return std::size_t{there} + 1 >= caches_.size(); };
+  {
+    Lock lock(mutex_);
+    if (stays()) {
+      set_->unclaim(k);
+      return nullptr;
+    }
+  }
+  Arena* to = nullptr;
+  try {
+    to = &set_->made(k);  // outside our lock: making an arena takes it to copy the options
+  } catch (...) {
+    set_->unclaim(k);
+    return nullptr;  // no arena could be made: stay
+  }
+  {
+    Lock lock(mutex_);
+    if (stays()) {  // others left meanwhile
+      set_->unclaim(k);
+      return nullptr;
+    }
+    // As at thread exit, but the thread goes on: its cached blocks back to
+    // this pool, its counters into this arena's bases.
+    flush_thread_cache(tc);
+    events_.retire(*tc);
+    caches_.erase(std::remove(caches_.begin(), caches_.end(), tc), caches_.end());
+    set_->left(arena_index_);
+    mutex_.end_bias();  // if this thread held the bias (it no longer can: two threads were here)
+    stats_.retire(*tc, caches_, pool_.inactive_split());
+  }
+  detail::tls_slots[slot_] = detail::TlsSlot{};  // no cache until the new one is in place
+  delete tc;
+  ThreadCache* moved = attach_thread(to);
+  if (moved == nullptr) set_->unclaim(k);  // no cache there after all
+  return moved;
+}
+
 void detail::Arena::retire_thread_cache(ThreadCache* tc) {
   if (tc->owner != this) return tc->owner->retire_thread_cache(tc);  // a thread of another arena
+  set_->left(arena_index_);
   Lock lock(mutex_);
   // The owner is exiting, so no handshake is needed.
   flush_thread_cache(tc);
@@ -350,11 +415,17 @@ Block* detail::Arena::allocate_slow(std::size_t bytes, StreamId stream) {
 }
 
 Block* detail::Arena::allocate_miss(ThreadCache* tc, std::size_t bytes, std::size_t rounded, StreamId stream) {
+  if (GENESIS_UNLIKELY(tc != nullptr && tc->move_out)) {  // Note [Threads that contend move out]
+    if (ThreadCache* moved = move_thread(tc); moved != nullptr) return moved->owner->allocate_miss(moved, bytes, rounded, stream);
+    tc = thread_cache();  // stays here, or moved without a cache (null)
+  }
   const bool recording = events_.on();
   const std::uint64_t t0 = recording ? detail::now_ns() : 0;
   const PoolId pool = pool_for(rounded);
 
+  if (move_window_ != 0) detail::tls_lock_waited = false;
   Lock lock(mutex_);
+  if (move_window_ != 0 && tc != nullptr) note_slow_lock(tc);
   if (!pending_.empty()) process_events();
 
   Block* b = nullptr;

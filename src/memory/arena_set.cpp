@@ -10,8 +10,8 @@ namespace genesis::memory::detail {
 std::uint32_t ArenaSet::limit_for(std::uint32_t requested, MemoryKind kind) {
   GENESIS_CHECK(requested <= kMaxArenas, "arenas must be at most ", kMaxArenas,
                 " (0: one per hardware thread), got ", requested);
+  (void)kind;  // device memory starts as one pool (deals_all) but may spread as far
   if (requested != 0) return requested;
-  if (kind == MemoryKind::kDevice) return 1;  // device memory is shared by one pool (Note [Arenas])
   const std::uint32_t hw = std::max(1u, std::thread::hardware_concurrency());
   return std::min(kMaxArenas, hw);
 }
@@ -34,8 +34,28 @@ std::uint32_t ArenaSet::in_use() const noexcept {
 }
 
 Arena& ArenaSet::deal() {
+  const std::uint32_t k = threads_seen_.fetch_add(1, std::memory_order_relaxed) % deal_limit_;
+  return made(k);
+}
+
+std::uint32_t ArenaSet::claim_quietest_other(std::uint32_t* threads) noexcept {
+  while (true) {
+    std::uint32_t best = 1;
+    std::uint32_t fewest = UINT32_MAX;
+    for (std::uint32_t k = 1; k < limit_ && fewest != 0; ++k) {
+      const std::uint32_t n = residents_[k].load(std::memory_order_relaxed);
+      if (n < fewest) best = k, fewest = n;
+    }
+    // Claimed only if nobody came or claimed meanwhile; else look again.
+    if (residents_[best].compare_exchange_weak(fewest, fewest + 1, std::memory_order_relaxed)) {
+      *threads = fewest;
+      return best;
+    }
+  }
+}
+
+Arena& ArenaSet::made(std::uint32_t k) {
   Arena* root = this->root();
-  const std::uint32_t k = threads_seen_.fetch_add(1, std::memory_order_relaxed) % limit_;
   if (k == 0) return *root;
   if (Arena* a = get(k); a != nullptr) return *a;
   std::lock_guard<std::mutex> guard(mutex_);

@@ -16,6 +16,7 @@ inline void cpu_relax() noexcept {
 }  // namespace
 
 void PoolMutex::lock_contended() noexcept {
+  tls_lock_waited = true;
   // A short spin first: the holder is usually a few hundred nanoseconds from
   // unlocking, far less than a sleep and a wake-up cost.
   for (int i = 0; i < 64; ++i) {

@@ -117,13 +117,20 @@ struct AllocatorOptions {
   /// Arenas (Note [Arenas]): independent pools, each with its own lock,
   /// free lists and segments; threads are spread over them in the order they
   /// first allocate, so threads that miss their caches at the same time do
-  /// not serialise on one lock and one set of pool data. 0 (auto): a single
-  /// pool for device memory, one arena per hardware thread (at most
-  /// kMaxArenas) for host and pinned memory (Note [Arenas]); 1: a single
-  /// pool. The first thread (and any
-  /// single-threaded program) uses arena 0 only: an arena is created when a
-  /// thread is first assigned to it.
+  /// not serialise on one lock and one set of pool data. 0 (auto): for host
+  /// and pinned memory one arena per hardware thread (at most kMaxArenas);
+  /// for device memory a single pool that threads leave, each for an arena
+  /// of its own, only when they keep waiting for one another's slow paths
+  /// (arena_move_window; Note [Threads that contend move out]). 1: a single
+  /// pool. N > 1: N arenas, threads dealt round-robin. The first thread (and
+  /// any single-threaded program) uses arena 0 only: an arena is created
+  /// when a thread is first assigned to it.
   std::uint32_t arenas = 0;
+  /// Device memory with arenas auto: a thread whose lock of the shared pool
+  /// waited for another thread in at least a quarter of its last N slow-path
+  /// allocations moves to an arena of its own (Note [Threads that contend
+  /// move out]). 0: threads never move. Ignored with arenas set explicitly.
+  std::uint32_t arena_move_window = 256;
   /// Milliseconds without an allocation or a free after which the cached memory goes
   /// back to the upstream as collect_garbage() gives it (Note [Releasing
   /// when idle]); 0: only when asked (empty_cache, collect_garbage, compact).

@@ -134,6 +134,15 @@ class Arena {
 
   // Slow paths (arena.cpp).
   ThreadCache* thread_cache_slow() noexcept;
+  // A new cache for the calling thread in `arena`, put in its thread-local
+  // slot; null if it cannot be made (the thread then uses the slow path).
+  ThreadCache* attach_thread(Arena* arena) noexcept;
+  // Note [Threads that contend move out]: counts a slow-path lock of the
+  // calling thread (mutex_ held) and marks it to move when its window says so.
+  void note_slow_lock(ThreadCache* tc) noexcept;
+  // Moves the calling thread (tc, of this arena, the root) to an arena of its
+  // own; returns its new cache, or null when it stays (tc stays valid then).
+  ThreadCache* move_thread(ThreadCache* tc);
   Block* allocate_slow(std::size_t bytes, StreamId stream);
   // allocate_slow past its argument checks and thread-cache lookup: the hot
   // path's misses (a third of `mixed`'s allocations) come with both done.
@@ -191,6 +200,7 @@ class Arena {
   ArenaSet* set_ = nullptr;
   const std::uint8_t arena_index_;
   std::uint32_t arena_limit_ = 1;  // set_->limit(), copied: read on every free
+  std::uint32_t move_window_ = 0;  // arena 0 of a set whose threads may move out: options' arena_move_window; else 0
   // From here on read on every call, and written only at construction: a
   // line of their own. family_reserved_: the set's reserved bytes of all
   // arenas together, which the memory fraction caps.

@@ -47,12 +47,37 @@
 // the freed activations (simulated device, expandable segments: 1.28x the
 // live bytes reserved against 1.02x with one pool). Giving free memory from
 // one arena to another on every growth would instead free and re-allocate
-// device segments step after step. So the automatic setting keeps device
-// memory in one pool, where threads still take their repeated sizes from
-// their own caches without the lock, and spreads threads over arenas only
-// for host and pinned memory, which data-loading threads allocate in
-// parallel and where a few extra cached megabytes cost little. `arenas:N`
-// asks for N arenas on any memory.
+// device segments step after step. So the automatic setting starts device
+// memory as one pool, where threads still take their repeated sizes from
+// their own caches without the lock, and spreads threads over arenas from
+// the start only for host and pinned memory, which data-loading threads
+// allocate in parallel and where a few extra cached megabytes cost little.
+// `arenas:N` asks for N arenas on any memory, threads dealt round-robin.
+//
+// Note [Threads that contend move out]: one pool for device memory made
+// threads that really do allocate at the same time queue on its lock: 8
+// threads running `mixed` on an H200 did 0.15x one thread's pairs per
+// second (PyTorch's one lock: 0.18x), where the same threads on host memory,
+// one arena each, did 5-9x. A training loop's threads rarely allocate at
+// the same moment (the program's thread waits while the autograd engine's
+// runs the backward pass), and those are the ones whose free memory must be
+// shared. So the automatic setting tells the two apart by what the lock
+// sees: new threads of device memory all go to arena 0, and a thread whose
+// acquisitions of its lock (on allocations that miss its cache) waited for
+// another thread in at least a quarter of a window of arena_move_window
+// misses moves at its next miss (Arena::move_thread) to the arena with the
+// fewest threads among 1..N-1 (as many as arenas auto gives host memory),
+// if that one has fewer than arena 0 keeps without it: the last threads to
+// contend would otherwise only trade places. A move claims its place
+// before it happens (residents_), so two threads moving at once go to
+// different arenas; with both in one, their contention would stay and no
+// further move could end it. The mover's cache goes back to arena 0's pool
+// first; its blocks still out go back there when freed (they name their
+// arena). Moving is one way: a thread that stops contending keeps its
+// arena. On an H200, 8 threads running `mixed` on device memory then did
+// 4.2-8.2x one thread's pairs in a fixed window (one pool: 0.15x), while
+// threads that take turns, like a training loop's, never wait for each
+// other and never move (bench/RESULTS.md, "Allocator threads").
 #pragma once
 
 #include <atomic>
@@ -74,12 +99,21 @@ class ArenaSet {
  public:
   /// Most arenas one allocator spreads threads over.
   static constexpr std::uint32_t kMaxArenas = 8;
-  /// The number of arenas for AllocatorOptions::arenas on memory of `kind`
-  /// (0, auto: one for device memory, else one per hardware thread, at most
-  /// kMaxArenas); InvalidArgumentError above kMaxArenas.
+  /// The most arenas for AllocatorOptions::arenas on memory of `kind` (0,
+  /// auto: one per hardware thread, at most kMaxArenas); InvalidArgumentError
+  /// above kMaxArenas.
   static std::uint32_t limit_for(std::uint32_t requested, MemoryKind kind);
+  /// Whether threads are dealt over every arena as they first allocate
+  /// (false: all start in arena 0 and move out when they contend, Note
+  /// [Threads that contend move out]): everywhere but device memory with
+  /// arenas auto.
+  static bool deals_all(std::uint32_t requested, MemoryKind kind) noexcept {
+    return requested != 0 || kind != MemoryKind::kDevice;
+  }
 
-  explicit ArenaSet(std::uint32_t limit) : limit_(limit) {}
+  /// `limit` arenas at most; new threads are dealt over all of them, or
+  /// all go to arena 0 unless `deal_all` (then they may move out later).
+  ArenaSet(std::uint32_t limit, bool deal_all) : limit_(limit), deal_limit_(deal_all ? limit : 1) {}
   /// Destroys the arenas it made (arena 0 is the allocator's).
   ~ArenaSet();
   ArenaSet(const ArenaSet&) = delete;
@@ -101,6 +135,20 @@ class ArenaSet {
   /// The arena of a thread that allocates for the first time: round-robin,
   /// made (with the root's current options) when first dealt.
   Arena& deal();
+  /// Whether threads start in arena 0 and may move out (Note [Threads that
+  /// contend move out]).
+  bool moves() const noexcept { return deal_limit_ == 1 && limit_ > 1; }
+  /// Claims a place in the arena other than 0 with the fewest threads, made
+  /// or not (the lowest number on a tie), for a thread moving out of arena 0,
+  /// and returns its number; `threads`: how many it had. Two threads moving
+  /// at once claim different places. unclaim() gives a place back.
+  std::uint32_t claim_quietest_other(std::uint32_t* threads) noexcept;
+  void unclaim(std::uint32_t k) noexcept { residents_[k].fetch_sub(1, std::memory_order_relaxed); }
+  /// A thread came to arena k (dealt, not moved: a move claims) or left it.
+  void arrived(std::uint32_t k) noexcept { residents_[k].fetch_add(1, std::memory_order_relaxed); }
+  void left(std::uint32_t k) noexcept { residents_[k].fetch_sub(1, std::memory_order_relaxed); }
+  /// Arena k, made now (with the root's current options) if need be.
+  Arena& made(std::uint32_t k);
   /// Destroys the arenas made here; the allocator's destructor calls it
   /// before its own arena goes.
   void destroy_made();
@@ -146,6 +194,7 @@ class ArenaSet {
  private:
   friend struct genesis::memory::AllocatorFork;
   const std::uint32_t limit_;
+  const std::uint32_t deal_limit_;  // new threads go to arenas 0..deal_limit_-1
   std::atomic<Arena*> ptrs_[kMaxArenas] = {};
   std::unique_ptr<Arena> made_[kMaxArenas];  // 1..limit-1; guarded by mutex_
   std::mutex mutex_;
@@ -153,6 +202,9 @@ class ArenaSet {
   // away from the root arena's slot and generation, which every arena's
   // threads read on every call.
   alignas(64) std::atomic<std::uint32_t> threads_seen_{0};
+  // Threads with a cache in each arena, and places claimed by threads moving
+  // there (Note [Threads that contend move out]).
+  std::atomic<std::uint32_t> residents_[kMaxArenas] = {};
   std::atomic<std::int64_t> reserved_{0};
   alignas(64) RecordingLevels levels_;
 };

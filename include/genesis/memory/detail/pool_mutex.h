@@ -54,6 +54,10 @@ namespace genesis::memory::detail {
 
 /// Its address identifies the calling thread to a biased PoolMutex.
 inline thread_local char tls_lock_token = 0;
+/// Set when the calling thread's lock() found the futex lock taken (it spun
+/// or slept): how an arena tells that threads contend for it (Note [Threads
+/// that contend move out]). Cleared by the reader, never by the mutex.
+inline thread_local bool tls_lock_waited = false;
 
 class PoolMutex {
  public:

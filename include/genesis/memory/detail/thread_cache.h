@@ -305,6 +305,13 @@ class alignas(64) ThreadCache {
   // count into the arena's (Note [Folding the threads' counters]); written
   // and read under the arena's mutex only. True frees = num_frees - this.
   std::int64_t frees_folded[kNumPools] = {};
+  // Note [Threads that contend move out]: this thread's slow-path lock
+  // acquisitions in the current window, how many of them waited for another
+  // thread, and whether it is to move to an arena of its own at its next
+  // miss. Written and read under the owner arena's mutex by this thread.
+  std::uint32_t slow_locks = 0;
+  std::uint32_t slow_locks_waited = 0;
+  bool move_out = false;
 
   std::int64_t cached_total() const noexcept { return cached_bytes[0].get() + cached_bytes[1].get(); }
 
