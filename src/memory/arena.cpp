@@ -239,6 +239,15 @@ void detail::Arena::retire_thread_cache(ThreadCache* tc) {
   mutex_.end_bias();  // its owner, if this thread was it, is gone
   stats_.retire(*tc, caches_, pool_.inactive_split());  // also moves the exited thread's share into the hot path's bases
   delete tc;
+  release_if_deserted_locked();
+}
+
+void detail::Arena::release_if_deserted_locked() {
+  // Note [Threads that contend move out]: an arena that movers left holds
+  // no cache; the shared pool (arena 0) keeps its cache as ever.
+  if (arena_index_ == 0 || !caches_.empty() || !set_->moves()) return;
+  expandable_.release_free_pages(*this);
+  release_free_segments(UINT64_MAX, nullptr);
 }
 
 void detail::Arena::flush_thread_cache(ThreadCache* tc, int only_pool, const StreamId* only_stream) {
@@ -791,14 +800,22 @@ void detail::Arena::free_slow(Block* b, bool lookup_failed, void* ptr) {
 // A free that is not this arena's: the arena named by the block, or each
 // other arena in turn, asked under its own mutex, one at a time.
 void detail::Arena::free_elsewhere(Block* b, void* ptr) {
+  // A block freed into an arena its threads have left is not kept there.
+  auto release_if_deserted = [&](Arena& a) {
+    if (a.arena_index_ == 0 || !set_->moves()) return;
+    Lock lock(a.mutex_);
+    a.release_if_deserted_locked();
+  };
   if (b != nullptr) {
     Arena* owner = set_->get(b->arena);
-    if (owner != nullptr && owner->free_in_arena(nullptr, b, false, ptr, false)) return;
+    if (owner != nullptr && owner->free_in_arena(nullptr, b, false, ptr, false)) return release_if_deserted(*owner);
   }
   bool done = false;
+  Arena* freed_in = nullptr;
   set_->for_each([&](Arena& a) {
-    if (!done && &a != this) done = a.free_in_arena(nullptr, nullptr, true, ptr, false);
+    if (!done && &a != this && (done = a.free_in_arena(nullptr, nullptr, true, ptr, false))) freed_in = &a;
   });
+  if (freed_in != nullptr) return release_if_deserted(*freed_in);
   if (!done) report_bad_free(reinterpret_cast<std::uintptr_t>(ptr));
 }
 

@@ -47,6 +47,7 @@ class GatedDevice final : public UpstreamResource {
     }
     cv_.notify_all();
   }
+  std::size_t frees() const noexcept { return frees_.load(); }
   // Until an allocation waits at the closed gate; false after 10 s.
   bool wait_for_waiter() {
     std::unique_lock<std::mutex> lock(mu_);
@@ -65,12 +66,16 @@ class GatedDevice final : public UpstreamResource {
     }
     return std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
   }
-  void do_deallocate(void* ptr, std::size_t) noexcept override { std::free(ptr); }
+  void do_deallocate(void* ptr, std::size_t) noexcept override {
+    std::free(ptr);
+    ++frees_;
+  }
 
   std::mutex mu_;
   std::condition_variable cv_;
   bool open_ = true;
   bool waiting_ = false;
+  std::atomic<std::size_t> frees_{0};
 };
 
 AllocatorOptions moving_after(std::uint32_t window) {
@@ -141,11 +146,17 @@ TEST(ArenaMoves, AThreadThatWaitsForTheLockMovesToAnArenaOfItsOwn) {
   // The pool left behind still serves this thread.
   a.deallocate(a.allocate(7 * MiB));
   // Blocks the workers took in arena 0 and in arena 1 all go back, whoever
-  // frees them (the workers have exited).
+  // frees them (the workers have exited). Arena 1 has no threads left, so
+  // what it had goes back to the device; the shared pool keeps its cache
+  // (classic segments are given back only on empty_cache or out of memory).
+  EXPECT_EQ(up->frees(), 0u);
+  const std::int64_t reserved_before = a.stats().reserved_bytes[kStatAggregate].current;
   for (void* p : blocks) a.deallocate(p);
   const MemoryStats s = a.stats();
   EXPECT_EQ(s.allocated_bytes[kStatAggregate].current, 0);
   EXPECT_EQ(s.requested_bytes[kStatAggregate].current, 0);
+  EXPECT_GE(up->frees(), 1u);
+  EXPECT_LT(s.reserved_bytes[kStatAggregate].current, reserved_before);
   a.check_invariants();
 }
 

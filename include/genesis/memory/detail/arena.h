@@ -143,6 +143,9 @@ class Arena {
   // Moves the calling thread (tc, of this arena, the root) to an arena of its
   // own; returns its new cache, or null when it stays (tc stays valid then).
   ThreadCache* move_thread(ThreadCache* tc);
+  // An arena other than 0 with no threads left gives its cached memory back
+  // (mutex_ held; Note [Threads that contend move out]).
+  void release_if_deserted_locked();
   Block* allocate_slow(std::size_t bytes, StreamId stream);
   // allocate_slow past its argument checks and thread-cache lookup: the hot
   // path's misses (a third of `mixed`'s allocations) come with both done.

@@ -74,7 +74,10 @@
 // further move could end it. The mover's cache goes back to arena 0's pool
 // first; its blocks still out go back there when freed (they name their
 // arena). Moving is one way: a thread that stops contending keeps its
-// arena. On an H200, 8 threads running `mixed` on device memory then did
+// arena. An arena whose threads have all exited holds no cache: what it
+// has free goes back to the device then, and each block freed into it
+// later goes back as its segment empties. Its threads were independent
+// ones, and no new thread may ever come. On an H200, 8 threads running `mixed` on device memory then did
 // 4.2-8.2x one thread's pairs in a fixed window (one pool: 0.15x), while
 // threads that take turns, like a training loop's, never wait for each
 // other and never move (bench/RESULTS.md, "Allocator threads").
