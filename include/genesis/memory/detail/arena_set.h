@@ -77,10 +77,13 @@
 // arena. An arena whose threads have all exited holds no cache: what it
 // has free goes back to the device then, and each block freed into it
 // later goes back as its segment empties. Its threads were independent
-// ones, and no new thread may ever come. On an H200, 8 threads running `mixed` on device memory then did
-// 4.2-8.2x one thread's pairs in a fixed window (one pool: 0.15x), while
-// threads that take turns, like a training loop's, never wait for each
-// other and never move (bench/RESULTS.md, "Allocator threads").
+// ones, and no new thread may ever come.
+// On an H200, 8 threads running `mixed` on device memory then did 6.9-7.1x
+// one thread's pairs with fixed work each and 6.7-8.5x in a window (one
+// pool: 0.14-0.15x); the arenas do not share, so the run's peak reserved
+// was 2.7x one pool's. Threads that take turns, like a training loop's,
+// never wait for each other and never move (bench/RESULTS.md, "Allocator
+// threads").
 #pragma once
 
 #include <atomic>
