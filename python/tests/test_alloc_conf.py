@@ -38,6 +38,9 @@ def test_text_and_keywords_give_the_same_options():
     # So is how many pages a chunk may strand past a block, unless a number is given.
     assert _alloc_conf.parse("")["chunk_strand_pages"] == "auto"
     assert _alloc_conf.parse("chunk_strand_pages:4")["chunk_strand_pages"] == 4
+    # Device memory's threads move out of the shared pool when they contend, unless told not to.
+    assert _alloc_conf.parse("")["arena_move_window"] == 256
+    assert _alloc_conf.parse(_alloc_conf.conf_text(arena_move_window=0))["arena_move_window"] == 0
     assert _alloc_conf.parse(_alloc_conf.conf_text(chunk_strand_pages="auto"))["chunk_strand_pages"] == "auto"
     # Classic segments keep every free segment unless asked to give them back at the mark.
     assert _alloc_conf.parse("")["classic_release_at_mark"] is False
@@ -68,6 +71,7 @@ def test_stream_borrow_off_keeps_each_streams_segments():
     (dict(thread_cache="maybe"), "True, False, auto"),
     (dict(memory_fraction=1.5), "(0, 1]"),
     (dict(arenas=99), "from 0 to 8"),
+    (dict(arena_move_window=-1), "arena_move_window"),
     (dict(chunk_strand_pages="some"), "auto or a whole number from 0 to 1048576"),
     (dict(cache_size="lots"), "2GB, 512MiB"),
     (dict(cache_size="1GB,thread_cache:0"), "must not contain"),
