@@ -7,11 +7,13 @@
 
 namespace genesis::memory::detail {
 
-std::uint32_t ArenaSet::limit_for(std::uint32_t requested, MemoryKind kind) {
+std::uint32_t ArenaSet::limit_for(std::uint32_t requested, MemoryKind kind, std::uint32_t move_window) {
   GENESIS_CHECK(requested <= kMaxArenas, "arenas must be at most ", kMaxArenas,
                 " (0: one per hardware thread), got ", requested);
-  (void)kind;  // device memory starts as one pool (deals_all) but may spread as far
   if (requested != 0) return requested;
+  // Device memory starts as one pool (deals_all) and spreads only as far as
+  // threads move out (Note [Threads that contend move out]).
+  if (kind == MemoryKind::kDevice && move_window == 0) return 1;
   const std::uint32_t hw = std::max(1u, std::thread::hardware_concurrency());
   return std::min(kMaxArenas, hw);
 }

@@ -16,22 +16,12 @@ using detail::Block;
 using detail::BlockState;
 using detail::ThreadCache;
 
-namespace {
-// Device memory with arenas auto starts as one pool and spreads only as far
-// as threads move out (Note [Threads that contend move out]); without moves
-// it stays one pool.
-std::uint32_t arena_limit_for(const AllocatorOptions& o, MemoryKind kind) {
-  if (!detail::ArenaSet::deals_all(o.arenas, kind) && o.arena_move_window == 0) return 1;
-  return detail::ArenaSet::limit_for(o.arenas, kind);
-}
-}  // namespace
-
 // ---------------------------------------------------------------------------
 // Construction
 
 CachingAllocator::CachingAllocator(std::shared_ptr<UpstreamResource> upstream, AllocatorOptions options)
     : arena0_(std::move(upstream), options, 0),
-      arenas_(arena_limit_for(options, arena0_.upstream_->kind()),
+      arenas_(detail::ArenaSet::limit_for(options.arenas, arena0_.upstream_->kind(), options.arena_move_window),
               detail::ArenaSet::deals_all(options.arenas, arena0_.upstream_->kind())) {
   arenas_.set_root(&arena0_);
   arena0_.join(arenas_);

@@ -106,9 +106,10 @@ class ArenaSet {
   /// Most arenas one allocator spreads threads over.
   static constexpr std::uint32_t kMaxArenas = 8;
   /// The most arenas for AllocatorOptions::arenas on memory of `kind` (0,
-  /// auto: one per hardware thread, at most kMaxArenas); InvalidArgumentError
-  /// above kMaxArenas.
-  static std::uint32_t limit_for(std::uint32_t requested, MemoryKind kind);
+  /// auto: one per hardware thread, at most kMaxArenas; for device memory one
+  /// when threads may not move out, a `move_window` of 0);
+  /// InvalidArgumentError above kMaxArenas.
+  static std::uint32_t limit_for(std::uint32_t requested, MemoryKind kind, std::uint32_t move_window);
   /// Whether threads are dealt over every arena as they first allocate
   /// (false: all start in arena 0 and move out when they contend, Note
   /// [Threads that contend move out]): everywhere but device memory with
