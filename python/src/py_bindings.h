@@ -9,6 +9,11 @@
 
 #include <pybind11/pybind11.h>
 
+#include <exception>
+#include <string>
+
+#include "genesis/core/error.h"
+
 namespace genesis::python {
 
 namespace py = pybind11;
@@ -17,6 +22,17 @@ namespace py = pybind11;
 /// every genesis::Error onto a Python exception (Note [Errors] in
 /// include/genesis/core/error.h). Must run first: later bindings may throw.
 void bind_errors(py::module_& m);
+
+/// Raises `type` (a Python exception class, such as PyExc_IndexError) for a
+/// genesis error, as the translator does: the message without the C++
+/// location (appended only with GENESIS_DEBUG_ERRORS=1), the location in
+/// the exception's `cpp_location`. For bindings that map a C++ error onto
+/// another Python class (an InvalidArgumentError that NumPy calls IndexError).
+[[noreturn]] void throw_python_error(PyObject* type, const Error& e);
+/// The text of `e` that a user sees: message() for a genesis error (what()
+/// with GENESIS_DEBUG_ERRORS=1), what() for any other exception.
+std::string error_text(const std::exception& e);
+
 /// genesis._C.Device and parse_bytes.
 void bind_device(py::module_& m);
 /// The dtype table and dtype_from_name.

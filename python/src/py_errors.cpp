@@ -82,6 +82,16 @@ PyObject* new_error(const char* name, const char* doc, std::initializer_list<PyO
 
 }  // namespace
 
+void throw_python_error(PyObject* type, const Error& e) {
+  raise(type, e);
+  throw py::error_already_set();
+}
+
+std::string error_text(const std::exception& e) {
+  if (const auto* g = dynamic_cast<const Error*>(&e)) return debug_errors() ? std::string(g->what()) : g->message();
+  return e.what();
+}
+
 void bind_errors(py::module_& m) {
   // Named "genesis.X" so that tracebacks and reprs show the public name.
   g_oom_error = new_error(

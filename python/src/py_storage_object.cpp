@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "genesis/core/error.h"
+#include "py_bindings.h"
 #include "py_values.h"
 
 namespace genesis::python {
@@ -92,7 +93,7 @@ int export_buffer(PyObject* obj, Py_buffer* view, int flags, const Storage& s, v
     Py_INCREF(obj);
     return 0;
   } catch (const std::exception& e) {
-    return refuse(view, e.what());
+    return refuse(view, error_text(e));
   }
 }
 
@@ -103,7 +104,7 @@ int storage_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
   try {
     self = &self_of<PyStorage>(obj);
   } catch (const std::exception& e) {
-    return refuse(view, e.what());
+    return refuse(view, error_text(e));
   }
   if (!self->storage.defined()) return refuse(view, std::string("this ") + self->kind() + " is closed");
   const Storage& s = self->storage;
@@ -116,7 +117,7 @@ int view_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
   try {
     self = &self_of<PyStorageView>(obj);
   } catch (const std::exception& e) {
-    return refuse(view, e.what());
+    return refuse(view, error_text(e));
   }
   const StorageView& v = self->view;
   return export_buffer(obj, view, flags, v.base(), v.data_ptr(), v.shape(), v.stride(), self->readonly, "StorageView");

@@ -22,6 +22,7 @@
 
 #include "genesis/core/error.h"
 #include "genesis/tensor/api.h"
+#include "py_bindings.h"
 #include "py_location.h"
 #include "py_tensor_args.h"
 #include "py_tensor_bind.h"
@@ -156,7 +157,7 @@ Tensor getitem(const Tensor& x, py::handle index) {
   try {
     return genesis::index(x, items);
   } catch (const InvalidArgumentError& e) {
-    throw py::index_error(e.what());
+    throw_python_error(PyExc_IndexError, e);
   }
 }
 
@@ -181,7 +182,7 @@ void setitem(Tensor& x, py::handle index, py::handle value, bool accumulate = fa
     try {
       (void)plan_index_put(x, items, scalar.has_value());
     } catch (const InvalidArgumentError& plan_error) {
-      throw py::index_error(plan_error.what());
+      throw_python_error(PyExc_IndexError, plan_error);
     }
     throw;
   }
@@ -211,7 +212,7 @@ void bind_tensor_index(TensorClass& cls) {
             try {
               p = assign_scalar.is_none() ? plan_index(x, items) : plan_index_put(x, items, assign_scalar.cast<bool>());
             } catch (const InvalidArgumentError& e) {
-              throw py::index_error(e.what());
+              throw_python_error(PyExc_IndexError, e);
             }
             py::dict d;
             d["kind"] = index_kind_name(p.kind);

@@ -315,6 +315,18 @@ def test_messages_have_no_cpp_location():
     assert info.value.cpp_location
 
 
+def test_index_errors_have_no_cpp_location():
+    x = genesis.zeros(3, 4)
+    for bad in (lambda: x[[0, 1], [0, 1, 2]], lambda: x._index_plan(([0, 1], [0, 1, 2]))):
+        with pytest.raises(IndexError) as info:
+            bad()
+        assert str(info.value) == "shapes [2] and [3] cannot be broadcast together (dimension 0: 2 vs 3)"
+        assert re.fullmatch(r"[\w.]+\.(cpp|cu|h|cuh):\d+", info.value.cpp_location), info.value.cpp_location
+    with pytest.raises(IndexError) as info:
+        x[[0, 1], [0, 1, 2]] = 1.0
+    assert not LOCATION.search(str(info.value)) and info.value.cpp_location
+
+
 def test_debug_errors_keeps_the_location():
     code = ("import genesis\n"
             "try:\n"
