@@ -26,12 +26,21 @@ struct PyBatchStorage {
 };
 
 std::vector<Storage> storages_from(const py::handle& seq, const char* what, bool writable) {
-  if (!PySequence_Check(seq.ptr()) || py::isinstance<py::str>(seq))
-    throw py::type_error(std::string(what) + " must be a sequence of genesis.Storage");
+  const auto refuse = [&] {
+    return py::type_error(std::string(what) + " must be a sequence of genesis.Storage, got " + type_name_of(seq));
+  };
+  if (!PySequence_Check(seq.ptr()) || py::isinstance<py::str>(seq)) throw refuse();
+  // The length first: a type can be a sequence without having one (a 0-d
+  // tensor), and iterating it would run past the error.
+  const Py_ssize_t n = PySequence_Size(seq.ptr());
+  if (n < 0) {
+    PyErr_Clear();
+    throw refuse();
+  }
   std::vector<Storage> out;
-  std::size_t i = 0;
-  for (py::object item : py::reinterpret_borrow<py::sequence>(seq)) {
-    const std::string name = std::string(what) + "[" + std::to_string(i++) + "]";
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    py::object item = py::reinterpret_borrow<py::sequence>(seq)[static_cast<std::size_t>(i)];
+    const std::string name = std::string(what) + "[" + std::to_string(i) + "]";
     out.push_back(writable ? writable_storage_arg(item, name.c_str()) : storage_arg(item, name.c_str()));
   }
   return out;

@@ -151,20 +151,20 @@ PyObject* raise_current() {
 PyObject* empty_fast(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   try {
     Shape shape;
-    if (nargs == 1 && (PyTuple_Check(args[0]) || PyList_Check(args[0]))) {
-      shape = to_shape(py::handle(args[0]));
-    } else {
-      shape.reserve(static_cast<std::size_t>(nargs));
-      for (Py_ssize_t i = 0; i < nargs; ++i) {
-        PyObject* a = args[i];
-        if (PyLong_CheckExact(a)) {
-          const long long v = PyLong_AsLongLong(a);
-          if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
-          shape.push_back(v);
-        } else {
-          shape.push_back(to_int64(py::handle(a), "size"));
-        }
+    shape.reserve(static_cast<std::size_t>(nargs));
+    for (Py_ssize_t i = 0; i < nargs; ++i) {
+      PyObject* a = args[i];
+      if (!PyLong_CheckExact(a)) {
+        // Anything but plain ints (a sequence, NumPy integers, a 0-d
+        // tensor): the converter of every size argument.
+        py::tuple all(nargs);
+        for (Py_ssize_t j = 0; j < nargs; ++j) all[static_cast<std::size_t>(j)] = py::handle(args[j]);
+        shape = to_shape(all);
+        break;
       }
+      const long long v = PyLong_AsLongLong(a);
+      if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+      shape.push_back(v);
     }
     TensorOptions options;
     if (kwnames != nullptr) {

@@ -9,6 +9,7 @@
 #include "genesis/core/error.h"
 #include "genesis/cuda/device.h"
 #include "genesis/cuda/runtime.h"
+#include "genesis/tensor/tensor.h"
 
 namespace genesis::python {
 
@@ -232,18 +233,90 @@ std::int64_t to_int64(py::handle h, const char* what) {
   return static_cast<std::int64_t>(v);
 }
 
+namespace {
+
+// The number of dims of an array-like object (a genesis.Tensor, an ndarray,
+// a torch.Tensor: anything with an int `ndim`), or -1 for other objects.
+std::int64_t array_ndim(py::handle h) {
+  PyObject* o = h.ptr();
+  if (PyLong_Check(o) || PyFloat_Check(o) || PyTuple_Check(o) || PyList_Check(o) || PyUnicode_Check(o)) return -1;
+  // NumPy scalars have ndim 0 too, but are numbers (to_int64 says why a
+  // float one is not a size).
+  if (const NumpyTypes* np = numpy_types(); np != nullptr && isinstance_of(h, np->generic)) return -1;
+  PyObject* nd = PyObject_GetAttrString(o, "ndim");
+  if (nd == nullptr) {
+    PyErr_Clear();
+    return -1;
+  }
+  const long long v = PyLong_Check(nd) ? PyLong_AsLongLong(nd) : -1;
+  Py_DECREF(nd);
+  if (v == -1 && PyErr_Occurred()) PyErr_Clear();
+  return static_cast<std::int64_t>(v);
+}
+
+// "a 0-d float32 Tensor": what a size got, for errors.
+std::string describe_0d(py::handle h) {
+  std::string text = "a 0-d ";
+  PyObject* dt = PyObject_GetAttrString(h.ptr(), "dtype");
+  if (dt != nullptr) {
+    py::object dtype = py::reinterpret_steal<py::object>(dt);
+    std::string name = py::str(py::hasattr(dtype, "name") ? dtype.attr("name") : dtype);
+    if (name.rfind("torch.", 0) == 0) name = name.substr(6);
+    text += name + " ";
+  } else {
+    PyErr_Clear();
+  }
+  return text + type_name_of(h);
+}
+
+// One int of a size: an int, anything with __index__ (NumPy integers), or a
+// 0-d integer array or tensor (zeros(genesis.tensor(3)) is zeros(3), as in
+// PyTorch). `ndim` is array_ndim(h).
+std::int64_t size_item(py::handle h, std::int64_t ndim, const char* what) {
+  if (ndim == 0) {
+    const auto* tensor_info = py::detail::get_type_info(typeid(Tensor));
+    if (tensor_info != nullptr && PyObject_TypeCheck(h.ptr(), tensor_info->type)) {
+      const Tensor& t = h.cast<const Tensor&>();
+      if (dtype_kind(t.dtype()) == DTypeKind::kSigned || dtype_kind(t.dtype()) == DTypeKind::kUnsigned) {
+        return t.item().to_int64();
+      }
+    } else if (!PyBool_Check(h.ptr()) && PyIndex_Check(h.ptr())) {
+      PyObject* idx = PyNumber_Index(h.ptr());  // a 0-d integer ndarray; TypeError for others
+      if (idx != nullptr) {
+        Py_DECREF(idx);
+        return to_int64(h, what);
+      }
+      PyErr_Clear();
+    }
+    throw py::type_error(std::string(what) + " must be an int or a sequence of ints, got " + describe_0d(h));
+  }
+  return to_int64(h, what);
+}
+
+}  // namespace
+
 std::vector<std::int64_t> to_dims(py::handle h, const char* what) {
   PyObject* o = h.ptr();
   if (PyLong_Check(o) && !PyBool_Check(o)) return {to_int64(h, what)};
   // A str is a sequence of characters, never a shape.
   const bool text = PyUnicode_Check(o) || PyBytes_Check(o);
+  // A 0-d array or tensor is one number, though its type is a sequence.
+  const std::int64_t ndim = array_ndim(h);
+  if (ndim == 0) return {size_item(h, ndim, what)};
   if (!text && PySequence_Check(o)) {
+    py::sequence seq = py::reinterpret_borrow<py::sequence>(h);
+    // size() raises for objects that are sequences by type but have no
+    // length; the sequence's end() would not.
+    const std::size_t n = seq.size();
     std::vector<std::int64_t> out;
-    if (PyTuple_Check(o) || PyList_Check(o)) out.reserve(static_cast<std::size_t>(PySequence_Fast_GET_SIZE(o)));
+    out.reserve(n);
     // Each item owned while it is read: range and NumPy arrays make their
     // items as they are asked for, and a borrowed one would be freed with
-    // the iterator's temporary before to_int64 reads it.
-    for (py::object item : py::reinterpret_borrow<py::sequence>(h)) out.push_back(to_int64(item, what));
+    // the accessor's temporary before it is read.
+    for (std::size_t i = 0; i < n; ++i) {
+      py::object item = seq[i];
+      out.push_back(size_item(item, array_ndim(item), what));
+    }
     return out;
   }
   if (!text && !PyBool_Check(o) && PyIndex_Check(o)) return {to_int64(h, what)};  // a NumPy integer

@@ -42,3 +42,42 @@ def test_permute_takes_dims_from_any_sequence():
     assert t.permute(np.array([2, 0, 1])).shape == (4, 2, 3)
     assert t.permute(MadeOnDemand([1, 2, 0])).shape == (3, 4, 2)
 
+
+
+# Made by each test, not at collection: tensors alive for the whole session
+# would show in other tests' memory statistics.
+@pytest.mark.parametrize("make_size", [lambda: genesis.tensor(3), lambda: np.array(3),
+                                       lambda: genesis.tensor(3, dtype=genesis.uint8),
+                                       lambda: np.array(3, dtype=np.int16)],
+                         ids=["tensor", "ndarray", "uint8-tensor", "int16-array"])
+def test_a_0d_integer_tensor_or_array_is_one_size(make_size):
+    size = make_size()
+    for make in (genesis.zeros, genesis.ones, genesis.empty, genesis.rand, genesis.randn):
+        assert make(size).shape == (3,)
+        assert make(2, size).shape == (2, 3)
+    assert genesis.full(size, 7).tolist() == [7, 7, 7]
+    assert genesis.randint(0, 5, size).shape == (3,)
+    assert genesis.arange(3).view(size).shape == (3,)
+    assert genesis.arange(6).view(2, size).shape == (2, 3)
+    assert genesis.arange(3).reshape(size).shape == (3,)
+    assert genesis.ones(1).expand(size).tolist() == [1.0, 1.0, 1.0]
+    assert genesis.zeros(genesis.tensor([2, 3])).shape == (2, 3)  # a 1-d tensor is a sequence of sizes
+
+
+@pytest.mark.parametrize("make_size", [lambda: genesis.tensor(2.0), lambda: np.array(2.0),
+                                       lambda: genesis.tensor(True)],
+                         ids=["float-tensor", "float-array", "bool-tensor"])
+def test_a_0d_non_integer_tensor_is_not_a_size(make_size):
+    size = make_size()
+    dtype = size.dtype.name if hasattr(size.dtype, "name") else str(size.dtype)
+    pattern = f"size must be an int or a sequence of ints, got a 0-d {dtype} "
+    for call in (lambda: genesis.zeros(size), lambda: genesis.ones(size), lambda: genesis.empty(size),
+                 lambda: genesis.zeros(2).view(size), lambda: genesis.ones(1).expand(size),
+                 lambda: genesis.full(size, 1.0)):
+        with pytest.raises(TypeError, match=pattern):
+            call()
+
+
+def test_a_0d_tensor_is_not_a_sequence_of_storages():
+    with pytest.raises(TypeError, match="storages must be a sequence of genesis.Storage, got Tensor"):
+        genesis.BatchStorage(genesis.tensor(1.0))
