@@ -102,6 +102,15 @@ Tensor converted(const Tensor& x) {
   return without_gil_if_large(elements(t), [&] { return t.to(D); });
 }
 
+// iter(t): the sub-tensors along dim 0, made one at a time (t[0], t[1],
+// ...), as Python's indexing fallback would yield them, but with a
+// TypeError for a 0-d tensor, which has no dim to iterate (PyTorch's rule;
+// the fallback yielded nothing).
+struct TensorIterator {
+  Tensor t;
+  std::int64_t next = 0;
+};
+
 py::tuple to_tuple(const Shape& s) {
   py::tuple t(s.size());
   for (std::size_t i = 0; i < s.size(); ++i) t[i] = py::int_(s[i]);
@@ -117,6 +126,12 @@ void bind_tensor(py::module_& m) {
   py::class_<Tensor> cls(m, "Tensor",
                          "A strided view of typed memory on a device (genesis::Tensor). Made by genesis.tensor, "
                          "zeros, ones, empty, ...; PyTorch's API with NumPy's indexing.");
+  py::class_<TensorIterator>(m, "_TensorIterator", "Iterator over a tensor's dim 0 (iter(tensor)).")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", [](TensorIterator& it) {
+        if (it.next >= it.t.shape()[0]) throw py::stop_iteration();
+        return wrap(it.t.select(0, it.next++));
+      });
   cls.def_property_readonly("shape", [](const Tensor& t) { return to_tuple(t.shape()); })
       .def(
           "size",
@@ -152,6 +167,11 @@ void bind_tensor(py::module_& m) {
            [](const Tensor& t) {
              if (t.dim() == 0) throw py::type_error("len() of a 0-d tensor");
              return t.shape()[0];
+           })
+      .def("__iter__",
+           [](const Tensor& t) {
+             if (t.dim() == 0) throw py::type_error("iteration over a 0-d tensor");
+             return TensorIterator{t, 0};
            })
       .def("__repr__", &Tensor::str)
       .def("__str__", &Tensor::str)

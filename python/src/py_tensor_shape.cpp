@@ -3,6 +3,7 @@
 // must), and stack / cat / split / chunk.
 #include <vector>
 
+#include "genesis/core/error.h"
 #include "genesis/tensor/api.h"
 #include "py_location.h"
 #include "py_tensor_args.h"
@@ -53,7 +54,14 @@ void bind_tensor_shape(py::module_& m, TensorClass& cls) {
       })
       .def("permute", [](const Tensor& t, py::args dims) { return t.permute(to_shape(dims)); })
       .def_property_readonly("T", &Tensor::T)
-      .def("t", &Tensor::T)
+      .def("t",
+           [](const Tensor& t) {
+             // PyTorch's t(): a matrix transpose (0-d and 1-d unchanged);
+             // .T, which reverses every dim, is the n-d form.
+             GENESIS_CHECK(t.dim() <= 2, "t() expects a tensor with <= 2 dimensions, but self is ", t.dim(),
+                           "D (use .T or permute for more)");
+             return t.T();
+           })
       .def("flatten", &Tensor::flatten, py::arg("start_dim") = 0, py::arg("end_dim") = -1)
       .def(
           "squeeze",

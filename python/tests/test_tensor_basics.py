@@ -406,6 +406,16 @@ def test_shape_ops_are_views():
         g.ones(2, 3).expand(4, 3)
 
 
+def test_t_transposes_at_most_two_dims():
+    a = np.arange(6).reshape(2, 3)
+    assert np.array_equal(npv(g.tensor(a).t()), a.T)
+    assert g.tensor(a).t().strides == (1, 3)
+    assert g.arange(3).t().tolist() == [0, 1, 2] and g.tensor(4).t().item() == 4
+    with pytest.raises(ValueError, match="t\\(\\) expects a tensor with <= 2 dimensions, but self is 3D"):
+        g.arange(8).reshape(2, 2, 2).t()
+    assert g.arange(24).reshape(2, 3, 4).T.shape == (4, 3, 2)  # .T reverses every dim
+
+
 def test_stack_cat_split_chunk():
     a = np.arange(6).reshape(2, 3)
     x = g.tensor(a)
@@ -426,9 +436,29 @@ def test_stack_cat_split_chunk():
         g.stack(x)
 
 
-def test_iteration_uses_getitem():
+def test_iteration_yields_the_sub_tensors_of_dim_0():
     x = g.tensor([[1, 2], [3, 4]])
     assert [r.tolist() for r in x] == [[1, 2], [3, 4]]
+    rows = list(x)
+    assert all(isinstance(r, g.Tensor) and r.shape == (2,) for r in rows)
+    assert rows[1].data_ptr() == x.data_ptr() + 2 * 8  # views, as x[1] is
+    items = list(g.tensor([5, 6, 7]))
+    assert [i.shape for i in items] == [(), (), ()] and [i.item() for i in items] == [5, 6, 7]
+    assert list(g.zeros(0, 3)) == []
+    a = np.arange(12).reshape(3, 4)
+    assert [r.tolist() for r in g.tensor(a).T] == [list(r) for r in a.T]
+    it = iter(g.tensor([1]))
+    assert next(it).item() == 1
+    with pytest.raises(StopIteration):
+        next(it)
+
+
+def test_iterating_a_0d_tensor_raises():
+    with pytest.raises(TypeError, match="iteration over a 0-d tensor"):
+        list(g.tensor(5))
+    with pytest.raises(TypeError, match="iteration over a 0-d tensor"):
+        for _ in g.tensor(2.5):
+            pass
 
 
 def test_threads_use_tensors_concurrently():
