@@ -38,6 +38,28 @@ def test_repr_is_pytorch_like():
     assert "..." in repr(g.zeros(2000))
 
 
+def test_summarised_repr_reads_only_the_items_shown():
+    # 10^10 elements as a view of one: a float64 copy of all would be 80 GB.
+    assert repr(g.zeros(1).expand(10**10)) == "tensor([0., 0., 0.,  ..., 0., 0., 0.])"
+    assert repr(g.ones(3, 1, dtype=g.int32).expand(3, 10**9)) == (
+        "tensor([[1, 1, 1,  ..., 1, 1, 1],\n"
+        "        [1, 1, 1,  ..., 1, 1, 1],\n"
+        "        [1, 1, 1,  ..., 1, 1, 1]], dtype=genesis.int32)")
+    cpu = g.device("cpu")
+    x = g.arange(4_000_000).view(2000, 2000)  # 32 MB of int64
+    cpu.reset_peak_stats()
+    before = cpu.memory_allocated()
+    text = repr(x.T[::-1])
+    assert cpu.max_memory_allocated() - before <= 4096  # the 36 items shown, not a copy of 32 MB
+    a = np.arange(4_000_000).reshape(2000, 2000).T[::-1]
+    lines = text.splitlines()
+    assert len(lines) == 7 and lines[3] == "        ...,"
+    for line, row in zip(lines[:3] + lines[4:], (0, 1, 2, -3, -2, -1)):
+        items = line.replace("tensor(", "").strip(" [],)").split(",")
+        assert [i.strip() for i in items][3] == "..."
+        assert [int(i) for i in items if i.strip() != "..."] == list(a[row, :3]) + list(a[row, -3:])
+
+
 def test_item_tolist_scalars():
     assert g.tensor(2.5).item() == 2.5 and isinstance(g.tensor(2.5).item(), float)
     assert g.tensor(7).item() == 7 and isinstance(g.tensor(7).item(), int)

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "genesis/tensor/creation.h"
 #include "genesis/tensor/tensor.h"
 #include "tensor_internal.h"
 
@@ -37,8 +38,9 @@ std::string py_format(double v, char mode, int precision) {
   return fmt(spec, v);
 }
 
-// Element reader over a host copy of the tensor: float64 for floating
-// dtypes (exact for all of them), int64 for integers and bool.
+// Element reader over the host copy of the elements shown (edge_items):
+// float64 for floating dtypes (exact for all of them), int64 for integers
+// and bool.
 struct Reader {
   Tensor host;  // float64 copy for floats; int64 for integers and bool
   std::int64_t at_int(std::int64_t lin) const { return host.data_ptr<std::int64_t>()[lin]; }
@@ -119,31 +121,15 @@ class Formatter {
   std::size_t max_width_ = 1;
 };
 
-// Calls f(linear index) for the elements shown (summarised when asked).
-template <typename F>
-void visit(const Shape& shape, const Shape& strides, std::size_t d, std::int64_t base, bool summarize, F& f) {
-  if (d == shape.size()) {
-    f(base);
-    return;
-  }
-  const std::int64_t n = shape[d];
-  auto one = [&](std::int64_t i) { visit(shape, strides, d + 1, base + i * strides[d], summarize, f); };
-  if (summarize && n > 2 * kEdgeItems) {
-    for (std::int64_t i = 0; i < kEdgeItems; ++i) one(i);
-    for (std::int64_t i = n - kEdgeItems; i < n; ++i) one(i);
-  } else {
-    for (std::int64_t i = 0; i < n; ++i) one(i);
-  }
-}
-
-std::string vector_str(const Shape& shape, const Shape& strides, std::int64_t base, std::size_t indent,
-                       bool summarize, const Formatter& f) {
+// The elements of one row; `cut`: the row holds only its edge items
+// (2 * kEdgeItems of them), shown with "..." between.
+std::string vector_str(std::int64_t n, std::int64_t st, std::int64_t base, std::size_t indent, bool cut,
+                       const Formatter& f) {
   const std::size_t element_length = f.width() + 2;
   const std::size_t per_line = std::max<std::size_t>(
       1, kLineWidth > indent ? (kLineWidth - indent) / element_length : 1);
-  const std::int64_t n = shape.back(), st = strides.back();
   std::vector<std::string> data;
-  if (summarize && n > 2 * kEdgeItems) {
+  if (cut) {
     for (std::int64_t i = 0; i < kEdgeItems; ++i) data.push_back(f.format(base + i * st));
     data.push_back(" ...");
     for (std::int64_t i = n - kEdgeItems; i < n; ++i) data.push_back(f.format(base + i * st));
@@ -158,19 +144,18 @@ std::string vector_str(const Shape& shape, const Shape& strides, std::int64_t ba
   return out + "]";
 }
 
-std::string tensor_str(const Shape& shape, const Shape& strides, std::size_t d, std::int64_t base,
-                       std::size_t indent, bool summarize, const Formatter& f) {
+// Dims d.. of the edge copy (see edge_items); cut[d]: dim d holds only its
+// edge items.
+std::string tensor_str(const Shape& shape, const Shape& strides, const std::vector<bool>& cut, std::size_t d,
+                       std::int64_t base, std::size_t indent, const Formatter& f) {
   const std::size_t dims = shape.size() - d;
-  if (dims == 1) {
-    return vector_str(Shape(shape.begin() + static_cast<std::ptrdiff_t>(d), shape.end()),
-                      Shape(strides.begin() + static_cast<std::ptrdiff_t>(d), strides.end()), base, indent, summarize, f);
-  }
+  if (dims == 1) return vector_str(shape[d], strides[d], base, indent, cut[d], f);
   const std::int64_t n = shape[d];
   std::vector<std::string> slices;
   auto one = [&](std::int64_t i) {
-    slices.push_back(tensor_str(shape, strides, d + 1, base + i * strides[d], indent + 1, summarize, f));
+    slices.push_back(tensor_str(shape, strides, cut, d + 1, base + i * strides[d], indent + 1, f));
   };
-  if (summarize && n > 2 * kEdgeItems) {
+  if (cut[d]) {
     for (std::int64_t i = 0; i < kEdgeItems; ++i) one(i);
     slices.push_back("...");
     for (std::int64_t i = n - kEdgeItems; i < n; ++i) one(i);
@@ -199,6 +184,36 @@ std::string add_suffixes(std::string s, const std::vector<std::string>& suffixes
   return s + ")";
 }
 
+// Note [Printing reads the edges]: a summarised tensor (more than
+// kThreshold elements) shows the first and last kEdgeItems items of every
+// dim longer than 2 * kEdgeItems. Only those are read: each corner block
+// (first or last items of every such dim) is copied into its place in a
+// small host tensor of `host_dtype`, so printing a tensor, or a view that
+// expands one element to 10^10, allocates only what it shows. cut[d] says
+// whether dim d was reduced to its edges.
+Tensor edge_items(const Tensor& t, const std::vector<bool>& cut, DType host_dtype) {
+  Shape shape = t.shape();
+  std::vector<std::size_t> cut_dims;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (!cut[d]) continue;
+    shape[d] = 2 * kEdgeItems;
+    cut_dims.push_back(d);
+  }
+  Tensor out = empty(shape, TensorOptions(host_dtype, Device{}));
+  for (std::size_t corner = 0; corner < (std::size_t{1} << cut_dims.size()); ++corner) {
+    Tensor src = t;
+    Tensor dst = out;
+    for (std::size_t j = 0; j < cut_dims.size(); ++j) {
+      const auto d = static_cast<std::int64_t>(cut_dims[j]);
+      const bool last = ((corner >> j) & 1U) != 0;
+      src = src.narrow(d, last ? t.shape()[cut_dims[j]] - kEdgeItems : 0, kEdgeItems);
+      dst = dst.narrow(d, last ? kEdgeItems : 0, kEdgeItems);
+    }
+    dst.copy_(src);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string Tensor::str() const {
@@ -222,15 +237,15 @@ std::string Tensor::str() const {
     body = "[]";
   } else {
     if (!default_dtype) suffixes.push_back(dtype_suffix);
-    Reader r{to(Device{}, is_floating(dt) ? DType::kFloat64 : DType::kInt64).contiguous()};
     const bool summarize = numel() > kThreshold;
-    std::vector<std::int64_t> shown;
-    auto collect = [&](std::int64_t lin) { shown.push_back(lin); };
-    const Shape& sh = r.host.shape();
-    const Shape& st = r.host.strides();
-    visit(sh, st, 0, 0, summarize, collect);
+    std::vector<bool> cut(shape().size());
+    for (std::size_t d = 0; d < cut.size(); ++d) cut[d] = summarize && shape()[d] > 2 * kEdgeItems;
+    // Every element of the edge copy is shown (Note [Printing reads the edges]).
+    const Reader r{edge_items(*this, cut, is_floating(dt) ? DType::kFloat64 : DType::kInt64)};
+    std::vector<std::int64_t> shown(static_cast<std::size_t>(r.host.numel()));
+    for (std::size_t i = 0; i < shown.size(); ++i) shown[i] = static_cast<std::int64_t>(i);
     const Formatter f(r, shown, dt);
-    body = dim() == 0 ? f.format(0) : tensor_str(sh, st, 0, 0, indent, summarize, f);
+    body = dim() == 0 ? f.format(0) : tensor_str(r.host.shape(), r.host.strides(), cut, 0, 0, indent, f);
   }
   return add_suffixes(prefix + body, suffixes, indent);
 }

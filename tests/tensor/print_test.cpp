@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "genesis/memory/device_allocators.h"
 #include "genesis/tensor/api.h"
 
 namespace genesis {
@@ -65,6 +66,27 @@ TEST(TensorPrint, Summarised) {
             "        [9700, 9701, 9702,  ..., 9797, 9798, 9799],\n"
             "        [9800, 9801, 9802,  ..., 9897, 9898, 9899],\n"
             "        [9900, 9901, 9902,  ..., 9997, 9998, 9999]])");
+}
+
+// Note [Printing reads the edges]: a summarised tensor is printed from a copy
+// of the items shown, never from a converted copy of all of it.
+TEST(TensorPrint, SummarisedReadsOnlyTheEdges) {
+  auto& host = memory::allocator_for(Device{});
+  const Tensor big = zeros({1}).expand({std::int64_t{10000000000}});  // 40 GB as float64, were it copied
+  EXPECT_EQ(big.str(), "tensor([0., 0., 0.,  ..., 0., 0., 0.])");
+  const Tensor x = arange(4000000, std::nullopt, Device{}).view({2000, 2000});
+  host.reset_peak_stats();
+  const auto before = host.stats().allocated_bytes[0].current;
+  const std::string text = x.T().str();
+  EXPECT_LE(host.stats().allocated_bytes[0].peak - before, 4096) << "printing allocated more than the 36 items shown";
+  EXPECT_EQ(text,
+            "tensor([[      0,    2000,    4000,  ..., 3994000, 3996000, 3998000],\n"
+            "        [      1,    2001,    4001,  ..., 3994001, 3996001, 3998001],\n"
+            "        [      2,    2002,    4002,  ..., 3994002, 3996002, 3998002],\n"
+            "        ...,\n"
+            "        [   1997,    3997,    5997,  ..., 3995997, 3997997, 3999997],\n"
+            "        [   1998,    3998,    5998,  ..., 3995998, 3997998, 3999998],\n"
+            "        [   1999,    3999,    5999,  ..., 3995999, 3997999, 3999999]])");
 }
 
 }  // namespace
