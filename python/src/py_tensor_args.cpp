@@ -20,6 +20,11 @@ bool is_ndarray(py::handle h) {
   return np != nullptr && isinstance_of(h, np->ndarray);
 }
 
+bool is_numpy_scalar(py::handle h) {
+  const NumpyTypes* np = numpy_types();
+  return np != nullptr && isinstance_of(h, np->generic);
+}
+
 // pybind11 finds a bound type by typeid in hash tables on every cast (a tenth
 // of an empty()+del round trip); the type_info is fixed once the class is
 // bound, so it is looked up once.

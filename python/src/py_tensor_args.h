@@ -59,8 +59,12 @@ namespace genesis::python {
 
 /// genesis.tensor(data): nested sequences of Python/NumPy scalars, NumPy
 /// arrays, Tensors (copied). dtype None = inferred (bool, int64, float32 as
-/// PyTorch; a NumPy array keeps its dtype).
-Tensor tensor_from_data(py::handle data, std::optional<DType> dtype, Device device);
+/// PyTorch; a NumPy array or scalar keeps its dtype). `what` names the
+/// caller in errors.
+Tensor tensor_from_data(py::handle data, std::optional<DType> dtype, Device device,
+                        const char* what = "genesis.tensor()");
+/// True when `h` is a NumPy scalar (np.float64(1), np.bool_(True), ...).
+bool is_numpy_scalar(py::handle h);
 /// A CPU tensor sharing an ndarray's memory (keeps the array alive).
 Tensor from_numpy_array(py::handle array);
 /// True when `h` is a numpy.ndarray (without importing NumPy when it is not loaded).

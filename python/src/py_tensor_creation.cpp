@@ -26,6 +26,7 @@ namespace {
 enum class Kind { kBool, kInt, kFloat };
 
 struct Flat {
+  const char* what;               // the caller, for errors: "genesis.tensor()"
   Shape shape;
   Kind kind = Kind::kBool;
   bool any_leaf = false;
@@ -48,8 +49,8 @@ py::object as_nested(py::handle h) {
 void add_leaf(Flat& out, py::handle h) {
   auto s = to_scalar(h);
   if (!s) {
-    throw py::type_error("genesis.tensor(): elements must be numbers (bool, int, float), got " +
-                         py::str(py::type::handle_of(h).attr("__name__")).cast<std::string>());
+    throw py::type_error(std::string(out.what) + ": elements must be numbers (bool, int, float), got " +
+                         type_name_of(h));
   }
   out.any_leaf = true;
   if (s->is_floating() && out.kind != Kind::kFloat) {
@@ -68,7 +69,8 @@ void flatten(Flat& out, py::handle h, std::size_t depth) {
   py::object obj = as_nested(h);
   if (!is_sequence(obj)) {
     if (depth != out.shape.size()) {
-      throw py::value_error("genesis.tensor(): ragged nested sequence (a number where a sequence of length " +
+      throw py::value_error(std::string(out.what) +
+                            ": ragged nested sequence (a number where a sequence of length " +
                             std::to_string(out.shape[depth]) + " was expected at dim " + std::to_string(depth) + ")");
     }
     add_leaf(out, obj);
@@ -78,24 +80,35 @@ void flatten(Flat& out, py::handle h, std::size_t depth) {
   const auto n = static_cast<std::int64_t>(seq.size());
   if (depth == out.shape.size()) {
     if (out.any_leaf) {
-      throw py::value_error("genesis.tensor(): ragged nested sequence (a sequence where a number was expected at dim " +
+      throw py::value_error(std::string(out.what) +
+                            ": ragged nested sequence (a sequence where a number was expected at dim " +
                             std::to_string(depth) + ")");
+    }
+    // Each level of nesting is a dim: stop before the recursion gets deeper
+    // than a tensor can be (a list that contains itself never ends, and a
+    // very deep one would overflow the C++ stack).
+    if (depth >= static_cast<std::size_t>(kernels::kMaxDims)) {
+      throw py::value_error(std::string(out.what) + ": the data nests sequences more than " +
+                            std::to_string(kernels::kMaxDims) + " levels deep, deeper than the most dimensions a "
+                            "tensor has (" + std::to_string(kernels::kMaxDims) + "), or a list contains itself");
     }
     // resize + assign, not push_back: GCC 12 reports a false -Warray-bounds
     // for push_back here once the recursion is inlined.
     out.shape.resize(depth + 1);
     out.shape[depth] = n;
   } else if (out.shape[depth] != n) {
-    throw py::value_error("genesis.tensor(): ragged nested sequence: expected length " + std::to_string(out.shape[depth]) +
-                          " at dim " + std::to_string(depth) + ", got " + std::to_string(n));
+    throw py::value_error(std::string(out.what) + ": ragged nested sequence: expected length " +
+                          std::to_string(out.shape[depth]) + " at dim " + std::to_string(depth) + ", got " +
+                          std::to_string(n));
   }
   // Owned: a sequence may make its items as they are asked for (range,
   // NumPy arrays), and a borrowed item would die with the accessor.
   for (py::object item : seq) flatten(out, item, depth + 1);
 }
 
-Tensor from_sequence(py::handle data, std::optional<DType> dtype, Device device) {
+Tensor from_sequence(py::handle data, std::optional<DType> dtype, Device device, const char* what) {
   Flat flat;
+  flat.what = what;
   flatten(flat, data, 0);
   if (!flat.any_leaf) {
     // No elements: PyTorch's default float32 (shape from the nesting).
@@ -202,18 +215,32 @@ TensorOptions like_options(const Tensor& t, const py::object& dtype, const py::o
 
 }  // namespace
 
-Tensor tensor_from_data(py::handle data, std::optional<DType> dtype, Device device) {
+Tensor tensor_from_data(py::handle data, std::optional<DType> dtype, Device device, const char* what) {
   if (py::isinstance<Tensor>(data)) return copy_to(data.cast<const Tensor&>(), dtype, device);
   if (is_ndarray(data)) return copy_to(from_numpy_array(data), dtype, device);
-  if (is_sequence(data)) return from_sequence(data, dtype, device);
-  if (auto s = to_scalar(data)) return full({}, *s, dtype, device);
+  if (is_sequence(data)) return from_sequence(data, dtype, device, what);
+  if (auto s = to_scalar(data)) {
+    // A NumPy scalar keeps its dtype, as a 0-d array does (np.float64(3)
+    // -> float64, np.int8(3) -> int8); Python numbers infer bool, int64 or
+    // float32.
+    if (!dtype && is_numpy_scalar(data)) {
+      const std::string name = py::str(data.attr("dtype").attr("name"));
+      try {
+        dtype = dtype_from_name(name);
+      } catch (const Error&) {
+        throw py::type_error(std::string(what) + ": NumPy " + name +
+                             " scalars have no genesis dtype; pass dtype= (bool, uint8, int8, int16, int32, int64, "
+                             "float16, bfloat16, float32, float64)");
+      }
+    }
+    return full({}, *s, dtype, device);
+  }
   // Anything else exposing the array interface or DLPack (torch, cupy):
   if (py::hasattr(data, "__dlpack__")) {
     py::object m = py::module_::import("genesis");
     return copy_to(m.attr("from_dlpack")(data).cast<Tensor>(), dtype, device);
   }
-  throw py::type_error("genesis.tensor(): cannot make a tensor from " +
-                       py::str(py::type::handle_of(data).attr("__name__")).cast<std::string>());
+  throw py::type_error(std::string(what) + ": cannot make a tensor from " + type_name_of(data));
 }
 
 void bind_tensor_creation(py::module_& m) {

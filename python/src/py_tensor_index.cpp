@@ -17,6 +17,8 @@
 // that does not broadcast in an assignment (ValueError, as NumPy). C++ says
 // InvalidArgumentError for several of these; the plan is what tells them
 // apart (see setitem).
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -161,6 +163,38 @@ Tensor getitem(const Tensor& x, py::handle index) {
   }
 }
 
+constexpr const char* kSetitem = "x[index] = value";
+constexpr const char* kSetitemAccepts =
+    "a number, a genesis.Tensor, a NumPy array of a bool, integer or floating dtype, or a nested list of numbers";
+
+// A NumPy array as an assigned value. NumPy assigns any bool, integer or
+// floating array, so those genesis has no tensors of (uint16, uint32,
+// uint64, longdouble, big-endian) are read as int64 or float64 first; the
+// values are cast to x's dtype anyway.
+Tensor array_value(py::handle arr) {
+  const py::object dtype = arr.attr("dtype");
+  const std::string kind = dtype.attr("kind").cast<std::string>();
+  const std::string name = py::str(dtype.attr("name"));
+  const bool native_order = dtype.attr("byteorder").cast<std::string>() != ">";
+  const bool supported = kind == "b" || kind == "i" || name == "uint8" || name == "float16" || name == "float32" ||
+                         name == "float64";
+  if (supported && native_order) return from_numpy_array(arr);
+  if (kind == "b") return from_numpy_array(arr.attr("astype")("bool"));
+  if (kind == "f") return from_numpy_array(arr.attr("astype")("float64"));
+  if (kind == "i" || kind == "u") {
+    if (name == "uint64" && arr.attr("size").cast<std::int64_t>() > 0) {
+      const auto most = arr.attr("max")().cast<unsigned long long>();
+      if (most > static_cast<unsigned long long>(std::numeric_limits<std::int64_t>::max())) {
+        throw py::value_error(std::string(kSetitem) + ": the uint64 value " + std::to_string(most) +
+                              " does not fit in int64, the widest integer dtype");
+      }
+    }
+    return from_numpy_array(arr.attr("astype")("int64"));
+  }
+  throw py::type_error(std::string(kSetitem) + ": cannot assign a NumPy array of dtype " + name + "; value must be " +
+                       kSetitemAccepts);
+}
+
 void setitem(Tensor& x, py::handle index, py::handle value, bool accumulate = false) {
   std::vector<IndexItem> items = to_items(index);
   AllocationSite site;
@@ -168,9 +202,14 @@ void setitem(Tensor& x, py::handle index, py::handle value, bool accumulate = fa
   Tensor v;
   if (!scalar) {
     if (py::isinstance<Tensor>(value)) v = value.cast<Tensor>();
-    else if (is_ndarray(value)) v = from_numpy_array(value);
+    else if (is_ndarray(value)) v = array_value(value);
     // Lists go straight to x's dtype, as NumPy casts them (no float32 detour).
-    else v = tensor_from_data(value, x.dtype(), Device{});
+    // Other tensors (torch, CuPy) come through DLPack.
+    else if (PyList_Check(value.ptr()) || PyTuple_Check(value.ptr()) || py::hasattr(value, "__dlpack__"))
+      v = tensor_from_data(value, x.dtype(), Device{}, kSetitem);
+    else
+      throw py::type_error(std::string(kSetitem) + ": value must be " + kSetitemAccepts + ", got " +
+                           type_name_of(value));
   }
   try {
     if (scalar) genesis::index_put(x, items, *scalar, accumulate);

@@ -327,6 +327,34 @@ def test_index_errors_have_no_cpp_location():
     assert not LOCATION.search(str(info.value)) and info.value.cpp_location
 
 
+@pytest.mark.parametrize("value", ["a", None, object(), 1 + 2j, {1}])
+def test_setitem_names_the_value_and_what_it_accepts(value):
+    x = genesis.zeros(3)
+    with pytest.raises(TypeError) as info:
+        x[0] = value
+    msg = str(info.value)
+    assert msg.startswith("x[index] = value: value must be a number, a genesis.Tensor, a NumPy array"), msg
+    assert msg.endswith(f"got {type(value).__name__}"), msg
+    assert "genesis.tensor()" not in msg and "from_numpy" not in msg
+    with pytest.raises(TypeError, match="^x\\[index\\] = value: elements must be numbers"):
+        x[:] = [value, 1, 2]
+    assert x.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_setitem_takes_numpy_arrays_of_every_integer_and_float_dtype():
+    x = genesis.zeros(3, dtype=genesis.float64)
+    ref = np.zeros(3)
+    for dt in (np.uint16, np.uint32, np.uint64, np.longdouble, ">i4", ">f8"):
+        v = np.arange(1, 4).astype(dt)
+        x[:] = v
+        ref[:] = v
+        assert np.array_equal(x.numpy(), ref), dt
+    with pytest.raises(ValueError, match="does not fit in int64"):
+        x[:] = np.array([2**64 - 1, 0, 0], dtype=np.uint64)
+    with pytest.raises(TypeError, match="^x\\[index\\] = value: cannot assign a NumPy array of dtype complex64"):
+        x[:] = np.zeros(3, dtype=np.complex64)
+
+
 def test_debug_errors_keeps_the_location():
     code = ("import genesis\n"
             "try:\n"

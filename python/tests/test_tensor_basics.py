@@ -172,6 +172,48 @@ def test_tensor_from_python_data():
         g.tensor([2**64])
 
 
+def test_tensor_refuses_data_nested_deeper_than_a_tensor():
+    deepest = 1
+    for _ in range(16):
+        deepest = [deepest]
+    assert g.tensor(deepest).shape == (1,) * 16  # the most dims a tensor has
+    with pytest.raises(ValueError, match="more than 16 levels deep"):
+        g.tensor([deepest])
+    very_deep = 1
+    for _ in range(50_000):
+        very_deep = [very_deep]
+    with pytest.raises(ValueError, match="deeper than the most dimensions a tensor has"):
+        g.tensor(very_deep)
+    itself = []
+    itself.append(itself)
+    with pytest.raises(ValueError, match="or a list contains itself"):
+        g.tensor(itself)
+    x = g.zeros(3)
+    with pytest.raises(ValueError, match="or a list contains itself"):
+        x[:] = itself
+    assert x.tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("scalar", [np.float64(3.25), np.float32(-1.5), np.float16(0.1), np.int8(-3), np.int16(300),
+                                    np.int32(7), np.int64(2**40), np.uint8(200), np.bool_(True)])
+def test_tensor_keeps_the_dtype_of_numpy_scalars(scalar):
+    t = g.tensor(scalar)
+    expected = np.asarray(scalar)
+    assert t.shape == () and t.dtype is g.dtype(expected.dtype.name)
+    assert t.numpy() == expected and t.numpy().dtype == expected.dtype
+    assert g.tensor(scalar).dtype is g.tensor(np.array(scalar)).dtype  # as a 0-d array
+    assert g.tensor(scalar, dtype=g.float64).dtype is g.float64
+
+
+def test_numpy_scalars_in_lists_and_without_a_genesis_dtype():
+    # In lists NumPy scalars are numbers of their kind, as Python's are.
+    assert g.tensor([np.float64(1.5), 2]).dtype is g.float32
+    assert g.tensor([np.int8(1), np.int8(2)]).dtype is g.int64
+    with pytest.raises(TypeError, match="NumPy uint16 scalars have no genesis dtype; pass dtype="):
+        g.tensor(np.uint16(3))
+    assert g.tensor(np.uint16(3), dtype=g.int32).tolist() == 3
+
+
 @pytest.mark.parametrize("npdt", [np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.float16,
                                   np.float32, np.float64])
 def test_tensor_from_numpy_copies(npdt):
