@@ -106,6 +106,14 @@ void flatten(Flat& out, py::handle h, std::size_t depth) {
   for (py::object item : seq) flatten(out, item, depth + 1);
 }
 
+// An explicit integer dtype takes only values it holds: 300 in a uint8
+// tensor is an error, not 44 (as torch.tensor and NumPy 2 refuse it).
+template <typename T>
+void check_values_fit(const std::vector<T>& values, DType dtype) {
+  if (dtype == DType::kBool || is_floating(dtype)) return;
+  for (const T v : values) check_fits(Scalar(v), dtype);
+}
+
 Tensor from_sequence(py::handle data, std::optional<DType> dtype, Device device, const char* what) {
   Flat flat;
   flat.what = what;
@@ -113,6 +121,10 @@ Tensor from_sequence(py::handle data, std::optional<DType> dtype, Device device,
   if (!flat.any_leaf) {
     // No elements: PyTorch's default float32 (shape from the nesting).
     return zeros(flat.shape, TensorOptions(dtype.value_or(DType::kFloat32), device));
+  }
+  if (dtype) {
+    if (flat.kind == Kind::kFloat) check_values_fit(flat.f, *dtype);
+    else if (flat.kind == Kind::kInt) check_values_fit(flat.i, *dtype);
   }
   switch (flat.kind) {
     case Kind::kFloat:

@@ -118,6 +118,48 @@ def test_creation_dtypes(dt):
     assert g.zeros_like(g.zeros(2), dtype=dt).dtype is dt
 
 
+def test_values_out_of_the_dtype_range_raise():
+    with pytest.raises(ValueError, match="value 1099511627776 cannot be converted to int32 without overflow"):
+        g.full((2,), 2**40, dtype=g.int32)
+    x = g.zeros(2, dtype=g.int32)
+    with pytest.raises(ValueError, match="value 1099511627776 cannot be converted to int32 without overflow"):
+        x[0] = 2**40
+    with pytest.raises(ValueError, match="value 300 cannot be converted to uint8"):
+        g.zeros(2, dtype=g.uint8).fill_(300)
+    with pytest.raises(ValueError, match="value -1 cannot be converted to uint8"):
+        g.tensor([1, -1], dtype=g.uint8)
+    with pytest.raises(ValueError, match="value 1e\\+10 cannot be converted to int32"):
+        g.full((1,), 1e10, dtype=g.int32)
+    with pytest.raises(ValueError, match="value nan cannot be converted to int64"):
+        g.tensor(float("nan"), dtype=g.int64)
+    with pytest.raises(ValueError, match="cannot be converted to int8"):
+        x8 = g.zeros(3, dtype=g.int8)
+        x8[:] = [1, 2, 128]
+    assert x.tolist() == [0, 0]  # nothing written
+    # In range: as NumPy stores them (floats truncate toward zero).
+    assert g.full((2,), 2**31 - 1, dtype=g.int32).tolist() == [2**31 - 1] * 2
+    assert g.full((2,), -2.9, dtype=g.int8).tolist() == np.full(2, -2.9).astype(np.int8).tolist()
+    assert g.tensor([255.5, 0], dtype=g.uint8).tolist() == [255, 0]
+    x[1] = -(2**31)
+    assert x.tolist() == [0, -(2**31)]
+    # bool takes any number (nonzero is True); floating dtypes any value.
+    assert g.full((2,), 2**40, dtype=g.bool).tolist() == [True, True]
+    assert g.tensor([0.5, 0, -7], dtype=g.bool).tolist() == [True, False, True]
+    assert g.full((1,), 1e10, dtype=g.float16).tolist() == [float("inf")]
+
+
+def test_randint_range_must_fit_the_dtype():
+    with pytest.raises(ValueError, match="randint: high 300 is out of range for uint8 \\(at most 256\\)"):
+        g.randint(0, 300, (4,), dtype=g.uint8)
+    with pytest.raises(ValueError, match="randint: low -1 is out of range for uint8"):
+        g.randint(-1, 3, (4,), dtype=g.uint8)
+    with pytest.raises(ValueError, match="out of range for int8"):
+        g.randint(0, 129, (4,), dtype=g.int8)
+    r = g.randint(0, 256, (4096,), dtype=g.uint8).numpy()
+    assert r.dtype == np.uint8 and r.min() == 0 and r.max() == 255
+    assert g.randint(-128, 128, (16,), dtype=g.int8).dtype is g.int8
+
+
 def test_creation_values():
     assert np.array_equal(npv(g.zeros(2, 2)), np.zeros((2, 2), np.float32))
     assert np.array_equal(npv(g.ones(3, dtype=g.int32)), np.ones(3, np.int32))

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "genesis/core/error.h"
 #include "genesis/storage/copy.h"
@@ -111,6 +112,14 @@ Tensor randn(const Shape& shape, TensorOptions options) {
 Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, TensorOptions options) {
   GENESIS_CHECK(low < high, "randint: expected low < high, got low ", low, " and high ", high);
   GENESIS_CHECK_TYPE(options.dtype != DType::kBool, "randint: bool is not supported");
+  // Every value in [low, high) must be representable in the dtype, or the
+  // numbers drawn would wrap (integers) or round (floats beyond 2^digits).
+  const auto [lowest, highest] = detail::exact_integer_range(options.dtype);
+  GENESIS_CHECK(low >= lowest, "randint: low ", low, " is out of range for ", dtype_name(options.dtype),
+                " (at least ", lowest, ")");
+  // high is exclusive: at most highest + 1 (int64 cannot fail this check).
+  GENESIS_CHECK(high - 1 <= highest, "randint: high ", high, " is out of range for ", dtype_name(options.dtype),
+                " (at most ", highest + (highest < std::numeric_limits<std::int64_t>::max() ? 1 : 0), ")");
   kernels::RandomParams p;
   p.kind = kernels::RandomKind::kInteger;
   p.int_low = low;

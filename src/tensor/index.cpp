@@ -525,6 +525,7 @@ void index_put(Tensor& x, const std::vector<IndexItem>& items, const Tensor& val
 void index_put(Tensor& x, const std::vector<IndexItem>& items, Scalar value, bool accumulate) {
   detail::check_defined(x, "index_put");
   detail::check_writable(x, "index_put");
+  check_fits(value, x.dtype());
   const IndexPlan plan = make_plan(x, items, IndexKind::kFill, IndexKind::kScatter, defers_scatter_checks(x));
   if (plan.kind == IndexKind::kFill) {
     Tensor view = plan.view;

@@ -2,7 +2,11 @@
 #include "genesis/tensor/tensor.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <ostream>
 #include <sstream>
 
@@ -180,7 +184,66 @@ void check_count(std::size_t count, const Shape& shape) {
                 " values cannot fill shape ", shape_str(shape), " (", shape_numel(shape), " elements)");
 }
 
+std::pair<std::int64_t, std::int64_t> exact_integer_range(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::kBool: return {0, 1};
+    case DType::kUInt8: return {0, 255};
+    case DType::kInt8: return {-128, 127};
+    case DType::kInt16: return {-32768, 32767};
+    case DType::kInt32: return {std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()};
+    case DType::kInt64: return {std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()};
+    case DType::kFloat16: return {-(std::int64_t{1} << 11), std::int64_t{1} << 11};
+    case DType::kBFloat16: return {-(std::int64_t{1} << 8), std::int64_t{1} << 8};
+    case DType::kFloat32: return {-(std::int64_t{1} << 24), std::int64_t{1} << 24};
+    case DType::kFloat64: return {-(std::int64_t{1} << 53), std::int64_t{1} << 53};
+  }
+  return {0, 0};
+}
+
 }  // namespace detail
+
+// ------------------------------------------------- Scalar conversions ---
+namespace {
+
+// A value as Python writes it: True, 300, 1e+10, nan (the shortest
+// decimal that reads back as the same double).
+std::string scalar_text(Scalar v) {
+  if (v.is_bool()) return v.to_bool() ? "True" : "False";
+  if (v.is_integral()) return std::to_string(v.to_int64());
+  const double d = v.to_double();
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  char buf[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, d);
+    if (std::strtod(buf, nullptr) == d) break;
+  }
+  return buf;
+}
+
+}  // namespace
+
+bool fits_in(Scalar value, DType dtype) noexcept {
+  if (dtype == DType::kBool || is_floating(dtype) || value.is_bool()) return true;
+  const auto [lowest, highest] = detail::exact_integer_range(dtype);
+  if (value.is_integral()) return value.to_int64() >= lowest && value.to_int64() <= highest;
+  // A float truncates toward zero: it fits when lowest - 1 < v < highest + 1
+  // (NaN fails both comparisons). The bounds are exact doubles for every
+  // integer dtype except int64, whose highest + 1 is 2^63.
+  const double d = value.to_double();
+  if (dtype == DType::kInt64) return d >= -9223372036854775808.0 && d < 9223372036854775808.0;
+  return d > static_cast<double>(lowest) - 1.0 && d < static_cast<double>(highest) + 1.0;
+}
+
+void check_fits(Scalar value, DType dtype) {
+  if (fits_in(value, dtype)) return;
+  if (value.is_floating() && std::isnan(value.to_double())) {
+    GENESIS_THROW(InvalidArgumentError, "value nan cannot be converted to ", dtype_name(dtype),
+                  " (an integer dtype has no NaN)");
+  }
+  GENESIS_THROW(InvalidArgumentError, "value ", scalar_text(value), " cannot be converted to ", dtype_name(dtype),
+                " without overflow");
+}
 
 // -------------------------------------------------------------- Tensor ---
 Tensor::Tensor(Storage storage, Shape shape, Shape strides, std::int64_t offset) {
@@ -300,6 +363,7 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
 
 Tensor& Tensor::fill_(Scalar value) {
   detail::check_writable(*this, "fill_");
+  check_fits(value, dtype());
   if (numel() == 0) return *this;
   auto fn = detail::kernel_entry(device(), &kernels::KernelTable::fill, "fill");
   fn(detail::kernel_ctx(device()), detail::operand(*this), value);

@@ -1,7 +1,9 @@
 // Helpers shared by the tensor layer's sources (not public API).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "genesis/core/error.h"
@@ -68,5 +70,10 @@ Tensor bring_to_device(const Tensor& src, Tensor& dst);
 
 /// A new tensor over `t`'s storage with another layout (a view).
 Tensor make_view(const Tensor& t, Shape shape, Shape strides, std::int64_t offset);
+
+/// The integers every value of [first, second] of which `dtype` holds
+/// exactly: its range for integer dtypes, +-2^digits for floating ones
+/// (2^11 for float16, 2^24 for float32, ...), [0, 1] for bool.
+std::pair<std::int64_t, std::int64_t> exact_integer_range(DType dtype) noexcept;
 
 }  // namespace genesis::detail

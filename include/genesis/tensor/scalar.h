@@ -63,4 +63,14 @@ class Scalar {
   };
 };
 
+/// Whether `value` converts to `dtype` without overflow: any value for bool
+/// (nonzero is true) and the floating dtypes (out of range is inf); for an
+/// integer dtype, an integer within its range or a finite float whose
+/// truncation toward zero is.
+bool fits_in(Scalar value, DType dtype) noexcept;
+/// InvalidArgumentError unless fits_in(value, dtype): "value 1099511627776
+/// cannot be converted to int32 without overflow". What fills and
+/// assignments check, so that a value out of range fails instead of wrapping.
+void check_fits(Scalar value, DType dtype);
+
 }  // namespace genesis
