@@ -327,6 +327,12 @@ def test_index_errors_have_no_cpp_location():
     assert not LOCATION.search(str(info.value)) and info.value.cpp_location
 
 
+def test_narrow_says_a_length_must_be_non_negative():
+    with pytest.raises(ValueError, match="^narrow: length must be non-negative, got -1$"):
+        genesis.zeros(4).narrow(0, 0, -1)
+    assert genesis.arange(4).narrow(0, 1, 0).tolist() == []
+
+
 @pytest.mark.parametrize("value", ["a", None, object(), 1 + 2j, {1}])
 def test_setitem_names_the_value_and_what_it_accepts(value):
     x = genesis.zeros(3)

@@ -19,6 +19,13 @@ def test_creation_with_too_many_elements():
         genesis.full((2**40, 2**40), 1.0)
     with pytest.raises(ValueError, match="byte size overflows"):
         genesis.empty(2**62, dtype=genesis.float64)
+    # The error names the shape asked for and its element count, not the flat
+    # storage behind the tensor or a C++ function.
+    for make in (genesis.zeros, genesis.empty, genesis.ones):
+        with pytest.raises(ValueError) as info:
+            make(2**31, 2**31)
+        assert str(info.value) == ("shape [2147483648, 2147483648] (4611686018427387904 elements of 4 bytes) is too "
+                                   "large: its byte size overflows 2^63-1")
     # Zero elements, but the other sizes multiply past 2^63-1.
     with pytest.raises(ValueError, match="nonzero sizes multiply"):
         genesis.empty(0, 2**62, 4)

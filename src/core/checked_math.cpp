@@ -66,8 +66,14 @@ std::int64_t checked_nbytes(std::span<const std::int64_t> shape, std::size_t ite
   // Checked for the nonzero sizes too: byte strides (NumPy, DLPack) of an
   // empty shape must fit as well.
   std::int64_t bytes = 0;
-  GENESIS_CHECK(mul_fits(n, static_cast<std::int64_t>(itemsize), bytes), prefix(who), "shape ", shape_string(shape),
-                " of ", itemsize, "-byte elements is too large: its byte size overflows 2^63-1");
+  if (GENESIS_UNLIKELY(!mul_fits(n, static_cast<std::int64_t>(itemsize), bytes))) {
+    if (empty) {
+      GENESIS_THROW(InvalidArgumentError, prefix(who), "shape ", shape_string(shape), " of ", itemsize,
+                    "-byte elements is too large: the byte size of its nonzero sizes overflows 2^63-1");
+    }
+    GENESIS_THROW(InvalidArgumentError, prefix(who), "shape ", shape_string(shape), " (", n, " elements of ", itemsize,
+                  " bytes) is too large: its byte size overflows 2^63-1");
+  }
   return empty ? 0 : bytes;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "genesis/core/checked_math.h"
 #include "genesis/core/error.h"
 #include "genesis/storage/copy.h"
 #include "genesis/storage/storage_view.h"
@@ -17,6 +18,9 @@ Tensor empty(const Shape& shape, TensorOptions options) {
   const std::int64_t n = detail::shape_numel(shape);
   GENESIS_CHECK(shape.size() <= static_cast<std::size_t>(kernels::kMaxDims), "at most ", kernels::kMaxDims,
                 " dimensions are supported, got ", shape.size());
+  // Checked here, on the shape asked for: the storage below is one flat
+  // dimension, and its error would name that instead.
+  (void)checked_nbytes(shape, dtype_size(options.dtype));
   Storage s = Storage::empty({n}, options.dtype, options.device);
   return Tensor(std::move(s), shape, contiguous_strides(shape), 0);
 }

@@ -262,6 +262,7 @@ Tensor Tensor::select(std::int64_t d_in, std::int64_t index) const {
 Tensor Tensor::narrow(std::int64_t d_in, std::int64_t start, std::int64_t length) const {
   const auto d = wrap_dim(d_in, dim(), false);
   const std::int64_t len = shape()[static_cast<std::size_t>(d)];
+  GENESIS_CHECK(length >= 0, "narrow: length must be non-negative, got ", length);
   if (start < 0) start += len;
   // length <= len - start, not start + length <= len: that sum may wrap
   // around to a small number (Note [Size overflow]).

@@ -126,6 +126,12 @@ TEST(TensorShape, SliceSelectNarrow) {
   EXPECT_EQ(x.slice(0, 100, 200).numel(), 0);
   EXPECT_EQ(x.narrow(0, 2, 3).tolist<int>(), (std::vector<int>{2, 3, 4}));
   EXPECT_THROW(x.narrow(0, 8, 3), InvalidArgumentError);
+  try {
+    x.narrow(0, 0, -1);
+    ADD_FAILURE() << "narrow with a negative length must throw";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_EQ(e.message(), "narrow: length must be non-negative, got -1");
+  }
   EXPECT_EQ(x.select(0, -1).item<int>(), 9);
   EXPECT_THROW(x.select(0, 10), IndexError);
 }

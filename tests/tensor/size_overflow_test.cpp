@@ -63,6 +63,10 @@ TEST(SizeOverflow, CreationOfTooManyElements) {
   EXPECT_HAS(error_of([] { full({k2p32, k2p32, 2}, Scalar(1.0)); }), "has more than 2^63-1 elements");
   // A byte size beyond 2^63-1 with an element count that fits.
   EXPECT_HAS(error_of([] { empty({k2p62}, DType::kFloat64); }), "byte size overflows");
+  // The shape asked for, not the flat storage behind it, and no function name.
+  EXPECT_EQ(error_of([] { zeros({std::int64_t{1} << 31, std::int64_t{1} << 31}); }),
+            "shape [2147483648, 2147483648] (4611686018427387904 elements of 4 bytes) is too large: its byte size "
+            "overflows 2^63-1");
   EXPECT_HAS(error_of([] { Storage::empty({k2p32, k2p32}, DType::kUInt8, Device{}); }), "more than 2^63-1");
 }
 
