@@ -32,8 +32,10 @@
 #include "py_dlpack_abi.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "genesis/core/checked_math.h"
@@ -158,13 +160,32 @@ void capsule_destructor(PyObject* capsule) {
   if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
 }
 
+// A (a, b) pair of ints of __dlpack__'s arguments; TypeError naming the
+// argument and its form ("max_version", "(major, minor)") otherwise.
+std::pair<int, int> int_pair(py::handle h, const char* what, const char* form) {
+  auto refuse = [&] {
+    return py::type_error(std::string("__dlpack__: ") + what + " must be a tuple " + form + " or None, got " +
+                          (PyTuple_Check(h.ptr()) ? py::repr(h).cast<std::string>() : type_name_of(h)));
+  };
+  if (!PyTuple_Check(h.ptr()) || PyTuple_GET_SIZE(h.ptr()) != 2) throw refuse();
+  int out[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    PyObject* item = PyTuple_GET_ITEM(h.ptr(), i);
+    if (PyBool_Check(item) || !PyIndex_Check(item)) throw refuse();
+    const std::int64_t v = to_int64(item, what);
+    if (v < INT_MIN || v > INT_MAX) throw refuse();
+    out[i] = static_cast<int>(v);
+  }
+  return {out[0], out[1]};
+}
+
 py::object export_tensor(const Tensor& self, py::object stream, py::object max_version, py::object dl_device,
                          py::object copy) {
   Tensor t = self;
+  bool versioned = false;
+  if (!max_version.is_none()) versioned = int_pair(max_version, "max_version", "(major, minor)").first >= 1;
   if (!dl_device.is_none()) {
-    auto pair = dl_device.cast<py::tuple>();
-    const int type = pair[0].cast<int>();
-    const int id = pair[1].cast<int>();
+    const auto [type, id] = int_pair(dl_device, "dl_device", "(device_type, device_id)");
     const DLDevice own = to_dl_device(t.device());
     if (type != own.device_type || id != own.device_id) {
       if (!copy.is_none() && !copy.cast<bool>()) throw py::buffer_error("DLPack: dl_device differs and copy=False");
@@ -179,8 +200,6 @@ py::object export_tensor(const Tensor& self, py::object stream, py::object max_v
   } else if (!stream.is_none()) {
     throw py::buffer_error("DLPack: stream must be None for CPU tensors");
   }
-  bool versioned = false;
-  if (!max_version.is_none()) versioned = max_version.cast<py::tuple>()[0].cast<int>() >= 1;
 
   auto make = [&](auto* e) {
     e->tensor = t;

@@ -34,6 +34,16 @@ def test_capsule_kinds():
         x.__dlpack__(stream=1)  # CPU tensors take no stream
 
 
+@pytest.mark.parametrize("bad", ["a", 1, (1,), (1, "0"), [1, 0], (True, 0)])
+def test_malformed_dlpack_versions_and_devices_are_type_errors(bad):
+    x = g.zeros(2)
+    with pytest.raises(TypeError, match=r"^__dlpack__: max_version must be a tuple \(major, minor\) or None, got "):
+        x.__dlpack__(max_version=bad)
+    with pytest.raises(TypeError, match=r"^__dlpack__: dl_device must be a tuple \(device_type, device_id\) or None"):
+        x.__dlpack__(dl_device=bad)
+    assert _capsule_name(x.__dlpack__(max_version=None, dl_device=(1, 0))) == "dltensor"
+
+
 def test_unconsumed_capsules_free_their_tensor():
     cpu = g.device("cpu")
     x = g.zeros(1000)
