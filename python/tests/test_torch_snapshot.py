@@ -165,9 +165,18 @@ def test_options_of_record_memory_history(recorded):
     sim.free(sim.allocate(4096))
     assert len(gmem._snapshot(sim)["device_traces"][1]) == 3  # stopped
     for bad in (dict(enabled="some"), dict(context="stack"), dict(stacks="cpp"), dict(max_entries=0),
-                dict(skip_actions=["teleport"])):
+                dict(skip_actions=["teleport"]), dict(skip_actions="teleport")):
         with pytest.raises(ValueError):
             gmem._record_memory_history(device=sim, **bad)
+
+
+def test_one_action_name_is_one_skipped_action(recorded):
+    sim, _ = recorded
+    gmem._record_memory_history(device=sim, clear_history=True, skip_actions="free_requested")
+    sim.free(sim.allocate(4096))
+    assert [e["action"] for e in gmem._snapshot(sim)["device_traces"][1]] == ["alloc", "free_completed"]
+    with pytest.raises(ValueError, match="unknown action 'allocate' in skip_actions"):
+        gmem._record_memory_history(device=sim, skip_actions="allocate")
 
 
 def test_expandable_segments_are_described_by_what_they_map():

@@ -62,7 +62,7 @@ def _record_memory_history(enabled="all", context="all", stacks="all", max_entri
     named C++ contexts). max_entries: newest trace entries per device kept in
     a snapshot (the rings keep event_capacity per thread, GENESIS_ALLOC_CONF).
     clear_history: forget what was recorded. skip_actions: actions left out
-    of snapshots. device: None (every GPU), a CUDA device, or an allocator
+    of snapshots (a list of names, or one name). device: None (every GPU), a CUDA device, or an allocator
     such as genesis.testing.SimulatedAllocator. compile_context and
     global_record_annotations are accepted and have no effect."""
     what = "genesis.cuda.memory._record_memory_history()"
@@ -76,7 +76,8 @@ def _record_memory_history(enabled="all", context="all", stacks="all", max_entri
         raise ValueError(f"{what}: stacks must be 'python' or 'all', got {stacks!r}")
     if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
         raise ValueError(f"{what}: max_entries must be a positive int, got {max_entries!r}")
-    skip = tuple(skip_actions or ())
+    # One action name is a list of one, not of its letters.
+    skip = (skip_actions,) if isinstance(skip_actions, str) else tuple(skip_actions or ())
     for a in skip:
         if a not in _ACTIONS:
             raise ValueError(f"{what}: unknown action {a!r} in skip_actions; valid: {', '.join(_ACTIONS)}")

@@ -256,6 +256,8 @@ def make_functions(source, originals):
     def record_history(enabled, context="all", stacks="all", max_entries=sys.maxsize, clear_history=False,
                        compile_context=False, global_record_annotations=False, skip_actions=(),
                        record_pinned_host_memory=False, record_cuda=True):
+        if isinstance(skip_actions, str):  # one action name, not a list of its letters
+            skip_actions = [skip_actions]
         if record_pinned_host_memory:
             # PyTorch's host allocator is still PyTorch's: its history is too.
             host = originals.get("_cuda_record_memory_history")
