@@ -42,6 +42,29 @@ def test_warmup_on_a_device(host):
     assert stats.num_allocations == 3
 
 
+def test_warmup_larger_than_the_device_fails_before_allocating(sim):
+    with pytest.raises(ValueError) as info:
+        sim.warmup({"1MiB": 10**9})  # a petabyte of 1 MiB blocks: would run for minutes
+    msg = str(info.value)
+    assert msg.startswith("warmup: the blocks asked for total 953.67 TiB (1048576000000000 bytes), more than the "
+                          "total memory of "), msg
+    assert "1.00 GiB (1073741824 bytes)" in msg, msg
+    assert sim.memory_stats().num_allocations == 0 and sim.memory_reserved() == 0
+    sim.set_memory_fraction(0.5)
+    with pytest.raises(ValueError, match="more than the memory_fraction cap of"):
+        sim.warmup([("400MiB", 2)])
+    sim.warmup([("400MiB", 1)])  # fits under the cap
+    assert sim.memory_reserved() >= 400 * MiB
+
+
+def test_warmup_larger_than_the_host_fails_at_once(host):
+    with pytest.raises(ValueError, match="^warmup: the blocks asked for total .* more than the "):
+        genesis.memory_manager.warmup({"1MB": 10**9}, device="cpu")
+    with pytest.raises(ValueError, match="more than 2\\^64 bytes"):
+        genesis.memory_manager.warmup([(2**62, 2**30)], device="cpu")
+    assert host.memory_stats().num_allocations == 0
+
+
 def test_empty_cache_alias(host):
     testing.host_free(testing.host_allocate(3 * MiB))
     genesis.memory_manager.empty_cache()

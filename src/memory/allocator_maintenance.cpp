@@ -2,7 +2,9 @@
 // and fraction caps, warm-up), out-of-memory reports, and the arena's part of
 // the event history (detail/event_recorder.h).
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "genesis/core/bytes.h"
@@ -158,11 +160,34 @@ void detail::Arena::enforce_cache_limit() {
 }
 
 void CachingAllocator::warmup(const std::vector<std::pair<std::size_t, int>>& sizes, StreamId stream) {
+  // Every block is held until all are allocated, so the total must fit in
+  // the device (and under memory_fraction's cap): a request that cannot
+  // fails here, before allocating anything, instead of after minutes of
+  // allocations (or "reserving" more than the host has in untouched pages).
+  std::size_t total = 0;
+  for (const auto& [size, count] : sizes) {
+    GENESIS_CHECK(size > 0 && count >= 0, "warmup: sizes must be positive and counts non-negative, got (", size,
+                  ", ", count, ")");
+    const std::size_t rounded = size <= detail::kMaxRequest ? detail::round_size(size) : size;
+    const auto n = static_cast<std::size_t>(count);
+    const bool overflows = n != 0 && rounded > (SIZE_MAX - total) / n;
+    total = overflows ? SIZE_MAX : total + rounded * n;
+  }
+  const std::size_t device_total = upstream().mem_info().total_bytes;  // 0: unknown
+  const std::size_t limit = memory_limit();
+  const std::size_t capacity = std::min(device_total != 0 ? device_total : SIZE_MAX, limit);
+  if (total > capacity) {
+    using genesis::detail::format_bytes;
+    const std::string amount = total == SIZE_MAX ? std::string("more than 2^64 bytes")
+                                                 : format_bytes(total) + " (" + std::to_string(total) + " bytes)";
+    const bool capped = limit < device_total || device_total == 0;
+    GENESIS_THROW(InvalidArgumentError, "warmup: the blocks asked for total ", amount, ", more than ",
+                  capped ? "the memory_fraction cap of " : "the total memory of ", upstream().name(), ", ",
+                  format_bytes(capacity), " (", capacity, " bytes); warm up fewer or smaller blocks");
+  }
   std::vector<Block*> blocks;
   try {
     for (const auto& [size, count] : sizes) {
-      GENESIS_CHECK(size > 0 && count >= 0, "warmup: sizes must be positive and counts non-negative, got (",
-                    size, ", ", count, ")");
       for (int i = 0; i < count; ++i) blocks.push_back(allocate_block(size, stream));
     }
   } catch (...) {

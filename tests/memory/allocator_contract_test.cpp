@@ -322,13 +322,20 @@ TEST_F(SimulatedControlsTest, WarmupReservesThenHits) {
     EXPECT_EQ(s.num_cache_misses, 0);
     EXPECT_EQ(s.reserved_bytes[kStatAggregate].current, static_cast<std::int64_t>(24 * MiB));
     for (void* p : ptrs) a.deallocate(p);
-    // A warm-up that cannot be satisfied gives back what it took.
-    const std::int64_t allocs_before = a.stats().num_allocs;
-    EXPECT_THROW(a.warmup({{1 * MiB, 2}, {2 * GiB, 1}}), OutOfMemoryError);
+    // More than the device holds in all: refused before allocating anything.
+    std::int64_t allocs_before = a.stats().num_allocs;
+    EXPECT_THROW(a.warmup({{1 * MiB, 2}, {2 * GiB, 1}}), InvalidArgumentError);
+    EXPECT_EQ(a.stats().num_allocs, allocs_before);
+    // A warm-up that fits the device but not what is left of it gives back
+    // what it took.
+    void* live = a.allocate(600 * MiB);
+    allocs_before = a.stats().num_allocs;
+    EXPECT_THROW(a.warmup({{1 * MiB, 2}, {512 * MiB, 1}}), OutOfMemoryError);
     s = a.stats();
-    EXPECT_EQ(s.allocation_count[kStatAggregate].current, 0);
-    EXPECT_EQ(s.num_allocs - s.num_frees, 0);
+    EXPECT_EQ(s.allocation_count[kStatAggregate].current, 1);
+    EXPECT_EQ(s.num_allocs - s.num_frees, 1);
     EXPECT_EQ(s.num_allocs, allocs_before + 2);
+    a.deallocate(live);
   }
 }
 
