@@ -60,6 +60,26 @@ void check_port(int port, bool allow_zero, const char* what) {
   }
 }
 
+void refuse_unread_bodies(httplib::Server& server, const std::string& post_path) {
+  server.set_pre_routing_handler([post_path](const httplib::Request& req, httplib::Response& res) {
+    if (req.method == "GET" || req.method == "HEAD") return httplib::Server::HandlerResponse::Unhandled;
+    if (!post_path.empty() && req.method == "POST" && req.path == post_path) {
+      if (req.has_header("Content-Length") || req.get_header_value("Transfer-Encoding") == "chunked")
+        return httplib::Server::HandlerResponse::Unhandled;
+      res.status = 411;
+      res.set_header("Connection", "close");
+      res.set_content("a POST to " + post_path + " needs a Content-Length header\n", "text/plain");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    res.status = 405;
+    res.set_header("Allow", "GET");
+    res.set_header("Connection", "close");
+    res.set_content(post_path.empty() ? "read-only: GET only\n" : "read-only: GET, or POST " + post_path + "\n",
+                    "text/plain");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+}
+
 void start_listening(httplib::Server& server, std::thread& thread) {
   thread = std::thread([&server] { server.listen_after_bind(); });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

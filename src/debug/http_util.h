@@ -24,6 +24,14 @@ int bind_server(httplib::Server& server, const std::string& host, int port, cons
 /// that runs), and the thread would then never be joined.
 void start_listening(httplib::Server& server, std::thread& thread);
 
+/// Answers, before any body is read, every request that is not a GET or
+/// HEAD, except a POST to `post_path` (empty: none): 405 with "Allow: GET",
+/// and the connection closed, since its body is left unread. A POST to
+/// `post_path` that says neither its length nor a chunked encoding gets 411.
+/// httplib would otherwise read such a body until the client closes or the
+/// read timeout passes, and only then answer 400.
+void refuse_unread_bodies(httplib::Server& server, const std::string& post_path);
+
 /// Checks a port number (0 to 65535; `allow_zero` for "any free port").
 void check_port(int port, bool allow_zero, const char* what);
 

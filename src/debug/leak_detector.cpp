@@ -47,7 +47,7 @@ std::vector<std::string> split_frames(const std::string& site) {
 
 LeakDetector::LeakDetector(const LeakOptions& options) : options_(options) {
   GENESIS_CHECK(options_.threshold_mb_per_min > 0, "leak threshold must be positive, got ",
-                options_.threshold_mb_per_min, " MB/min");
+                options_.threshold_mb_per_min, " MiB/min");
   GENESIS_CHECK(options_.window_seconds > 0, "leak window must be positive, got ", options_.window_seconds, " s");
   GENESIS_CHECK(options_.max_site_snapshots >= 4, "leak detector needs at least 4 site snapshots, got ",
                 options_.max_site_snapshots);

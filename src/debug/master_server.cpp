@@ -115,16 +115,8 @@ MasterServer::MasterServer(MasterState& state, MasterServerOptions options)
         "</body></html>\n",
         "text/html");
   });
-  auto read_only = [](const httplib::Request&, httplib::Response& res) {
-    res.status = 405;
-    res.set_header("Allow", "GET");
-    res.set_content("read-only\n", "text/plain");
-  };
-  for (const char* path : {"/metrics", "/status", "/sd"}) {
-    s.Post(path, read_only);
-    s.Put(path, read_only);
-    s.Delete(path, read_only);
-  }
+  // Only reports are posted; every other method and path is read-only.
+  detail::refuse_unread_bodies(s, "/report");
   m.port = detail::bind_server(s, o.bind, o.port, "--port");
   detail::start_listening(m.server, m.thread);
 }

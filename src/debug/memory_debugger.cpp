@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "genesis/core/error.h"
 #include "genesis/debug/reports.h"
@@ -159,18 +160,29 @@ void MemoryDebugger::sample_round(std::uint64_t round, bool last,
 void MemoryDebugger::run() {
   const std::uint64_t cpu_start = thread_cpu_ns();
   try {
-    const auto interval_ns = static_cast<std::uint64_t>(std::llround(options_.interval_s * 1e9));
+    const auto interval_ns = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(options_.interval_s * 1e9)));
     const auto duration_ns = static_cast<std::uint64_t>(std::llround(options_.duration_s * 1e9));
     const std::uint64_t start = source_.now_ns();
+    constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
+    auto add = [](std::uint64_t a, std::uint64_t b) { return a > kNever - b ? kNever : a + b; };
+    // The watch ends at start + duration, which gets a sample of its own
+    // when the duration is not a whole number of intervals (and when it is
+    // shorter than one), so that the reports cover all of it.
+    const std::uint64_t end = duration_ns > 0 ? add(start, duration_ns) : kNever;
     std::uint64_t next = start;
     std::vector<std::pair<std::string, OOMPrediction>> warnings;
     for (std::uint64_t round = 0;; ++round) {
       const bool more = round == 0 ? !stop_.load() : source_.advance_to(next, stop_);
       const std::uint64_t now = source_.now_ns();
-      std::uint64_t following = next + interval_ns;
-      while (following <= now) following += interval_ns;  // fell behind: skip missed ticks
-      const bool last = !more || stop_.load() || source_.ended() ||
-                        (duration_ns > 0 && following > start + duration_ns);
+      std::uint64_t following = add(next, interval_ns);
+      if (following <= now) following = add(following, ((now - following) / interval_ns + 1) * interval_ns);  // fell behind: skip missed ticks
+      // Nothing changes until the source's next change and reaching it costs
+      // no waiting (a trace at max speed): the ticks before it would all be
+      // the same sample, so only the last of them is taken.
+      const std::uint64_t idle = source_.idle_until_ns();
+      if (idle > following) following += (idle - following) / interval_ns * interval_ns;
+      following = std::min(following, end);
+      const bool last = !more || stop_.load() || source_.ended() || now >= end;
       // A process that exited has nothing left to sample: its last sample
       // before the exit stands (Note [Memory sources]).
       if (round > 0 && !more && source_.ended() && !source_.samples_after_end()) break;

@@ -43,17 +43,7 @@ MetricsServer::MetricsServer(const std::string& bind, int port, Render render, s
   const std::string index = "<html><head><title>" + title + "</title></head><body><h1>" + title +
                             "</h1><p><a href=\"/metrics\">/metrics</a></p></body></html>\n";
   s.Get("/", [index](const httplib::Request&, httplib::Response& res) { res.set_content(index, "text/html"); });
-  auto read_only = [](const httplib::Request&, httplib::Response& res) {
-    res.status = 405;
-    res.set_header("Allow", "GET");
-    res.set_content("read-only: GET /metrics\n", "text/plain");
-  };
-  for (const char* path : {"/metrics", "/"}) {
-    s.Post(path, read_only);
-    s.Put(path, read_only);
-    s.Delete(path, read_only);
-    s.Patch(path, read_only);
-  }
+  detail::refuse_unread_bodies(s, "");  // read-only: any other method gets 405 at once
   port_ = detail::bind_server(s, bind, port, hint);
   detail::start_listening(impl_->server, impl_->thread);
 }

@@ -10,6 +10,16 @@
 
 namespace genesis::debug {
 
+namespace {
+// Below this confidence a fitted growth rate predicts nothing (Note [OOM risk]).
+constexpr double kPredictConfidence = 0.3;
+}  // namespace
+
+bool steady_growth(const OOMPrediction& p) noexcept {
+  // The confidence from which predict() names a time to OOM.
+  return p.growth_rate_bytes_per_sec > 0 && p.confidence >= kPredictConfidence;
+}
+
 std::string_view risk_level_name(RiskLevel level) noexcept {
   switch (level) {
     case RiskLevel::low: return "low";
@@ -122,16 +132,21 @@ OOMPrediction OOMPredictor::predict(const std::vector<SiteStat>& sites) const {
   if (total > 0) {
     if (peak >= total) {
       p.predicted_oom_seconds = 0;
-    } else if (fit.slope > tolerance && p.confidence >= 0.3) {
+    } else if (fit.slope > tolerance && p.confidence >= kPredictConfidence) {
       p.predicted_oom_seconds = (total - peak) / fit.slope;
     }
   }
+
+  // Allocations that already failed: whatever the trend, the job has run
+  // out of memory (a cap or the device), which is the most urgent news.
+  p.ooms = last_.num_ooms;
+  if (p.ooms > 0) p.predicted_oom_seconds = 0;
 
   const double th = options_.threshold_percent;
   const double u = p.current_usage_percent;
   const double eta = p.predicted_oom_seconds;
   const bool oom = eta >= 0;
-  if (u >= th + 10 || (oom && eta < 30)) {
+  if (p.ooms > 0 || u >= th + 10 || (oom && eta < 30)) {
     p.risk_level = RiskLevel::critical;
   } else if (u >= th || (oom && eta < 120)) {
     p.risk_level = RiskLevel::high;
@@ -147,15 +162,20 @@ void OOMPredictor::recommend(OOMPrediction& p, const std::vector<SiteStat>& site
   const double total = static_cast<double>(s.total);
   auto& out = p.recommendations;
   const bool steady = p.predicted_oom_seconds > 0 && p.confidence >= 0.5;
-  if (p.risk_level == RiskLevel::low && p.predicted_oom_seconds < 0) {
+  if (p.ooms > 0) {
+    out.push_back(std::to_string(p.ooms) + (p.ooms == 1 ? " allocation has" : " allocations have") +
+                  " failed with out of memory (usage " + detail::format_fixed(p.current_usage_percent, 1) + "% of " +
+                  bytes_text(total) + "): the job needs more than the device or its memory cap gives; reduce the "
+                  "batch size, or use activation checkpointing or lower precision");
+  } else if (p.risk_level == RiskLevel::low && p.predicted_oom_seconds < 0) {
     out.push_back("No action needed: usage is " + detail::format_fixed(p.current_usage_percent, 1) + "% of " +
-                  bytes_text(total) + " and the peaks are not growing");
+                  bytes_text(total) + " and the peaks are not growing steadily");
   }
   if (steady) {
     out.push_back("Peak memory grows steadily by " + bytes_text(p.growth_rate_bytes_per_sec) +
                   "/s: at this rate the device is full in " + detail::format_fixed(p.predicted_oom_seconds, 0) +
                   " s. Free what piles up between steps, or reduce the batch size");
-  } else if (p.predicted_oom_seconds == 0) {
+  } else if (p.predicted_oom_seconds == 0 && p.ooms == 0) {
     out.push_back("Usage has reached the device's capacity (" + bytes_text(total) +
                   "): the next allocation that needs a new segment fails; reduce the batch size");
   }

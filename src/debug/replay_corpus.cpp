@@ -190,8 +190,11 @@ std::string format_corpus_report(const std::vector<std::string>& configs, const 
       std::vector<std::string> cells{row.trace.name, format_thousands(row.events), format_thousands(row.peak_live_bytes)};
       std::size_t col = 0;
       for (std::size_t c = 0; c < configs.size(); ++c, ++col) {
-        const double v = c < row.results.size() ? row.results[c].reserved_per_live : 0.0;
-        cells.push_back(v > 0 ? detail::format_fixed(v, 3) : "-");
+        // Out of memory: the replay skipped allocations, so its ratio is of
+        // another run; it shows as OOM and stays out of the mean.
+        const bool oom = c < row.results.size() && row.results[c].ooms > 0;
+        const double v = c < row.results.size() && !oom ? row.results[c].reserved_per_live : 0.0;
+        cells.push_back(oom ? "OOM" : v > 0 ? detail::format_fixed(v, 3) : "-");
         cols[col].push_back(v);
       }
       if (live_genesis) {
@@ -238,8 +241,9 @@ std::string format_corpus_report(const std::vector<std::string>& configs, const 
     for (const CorpusRow& row : rows) {
       std::vector<std::string> cells{row.trace.name};
       for (std::size_t c = 0; c < configs.size(); ++c) {
-        const double v = c < row.results.size() ? row.results[c].ns_per_event : 0.0;
-        cells.push_back(v > 0 ? detail::format_fixed(v, 1) : "-");
+        const bool oom = c < row.results.size() && row.results[c].ooms > 0;
+        const double v = c < row.results.size() && !oom ? row.results[c].ns_per_event : 0.0;
+        cells.push_back(oom ? "OOM" : v > 0 ? detail::format_fixed(v, 1) : "-");
         ncols[c].push_back(v);
       }
       n.push_back(std::move(cells));
@@ -257,7 +261,7 @@ std::string format_corpus_report(const std::vector<std::string>& configs, const 
       for (std::size_t c = 0; c < row.results.size() && c < configs.size(); ++c) {
         if (row.results[c].ooms > 0) {
           out += "note: " + row.trace.name + " under " + configs[c] + ": " + format_thousands(row.results[c].ooms) +
-                 " allocations failed (out of memory) and were skipped\n";
+                 " allocations failed (out of memory) and were skipped: shown as OOM, left out of the means\n";
         }
       }
     }

@@ -81,7 +81,10 @@ std::string format_replay_table(const std::vector<ReplayResult>& results,
                   "OOMs", "unknown frees"});
   for (const ReplayResult& r : results) {
     rows.push_back({r.config, format_thousands(r.peak_live_bytes), format_thousands(r.peak_reserved_bytes),
-                    detail::format_fixed(r.reserved_per_live, 3), detail::format_fixed(r.ns_per_event, 1),
+                    // Out of memory: the replay skipped allocations, and a
+                    // ratio of what remained would read as a result.
+                    r.ooms > 0 ? std::string("OOM") : detail::format_fixed(r.reserved_per_live, 3),
+                    detail::format_fixed(r.ns_per_event, 1),
                     format_thousands(static_cast<std::uint64_t>(r.upstream_allocs)) + " / " +
                         format_thousands(static_cast<std::uint64_t>(r.upstream_frees)),
                     format_thousands(r.ooms), format_thousands(r.unknown_frees)});

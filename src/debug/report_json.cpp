@@ -139,6 +139,8 @@ json oom_json(const OOMDetector& detector) {
           {"growth_rate_mb_per_sec", p.growth_rate_bytes_per_sec / kMiB},
           {"growth_rate_bytes_per_sec", p.growth_rate_bytes_per_sec},
           {"predicted_oom_time_seconds", p.predicted_oom_seconds},
+          {"steady_growth", steady_growth(p)},
+          {"ooms", p.ooms},
           {"recommendation", p.recommendations.empty() ? std::string() : p.recommendations.front()},
           {"recommendations", p.recommendations}}},
         {"threshold_percent", detector.options().threshold_percent},

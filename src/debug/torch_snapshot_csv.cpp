@@ -10,6 +10,7 @@
 
 #include "genesis/core/error.h"
 #include "genesis/debug/torch_snapshot.h"
+#include "genesis/debug/trace.h"
 #include "snapshot_entry.h"
 #include "trace_output.h"
 
@@ -46,27 +47,6 @@ void append_site(std::string& out, const std::string& site) {
     }
   }
   out += '"';
-}
-
-std::vector<std::uint8_t> read_whole_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  GENESIS_CHECK(f != nullptr, "cannot open snapshot '", path, "': ", std::strerror(errno));
-  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, &std::fclose);
-  constexpr std::size_t kMaxBytes = std::size_t{16} << 30;
-  constexpr std::size_t kStep = std::size_t{1} << 20;
-  std::vector<std::uint8_t> data;
-  while (true) {
-    GENESIS_CHECK(data.size() <= kMaxBytes, path, ": a memory snapshot larger than 16 GiB is not read");
-    const std::size_t have = data.size();
-    data.resize(have + kStep);
-    const std::size_t got = std::fread(data.data() + have, 1, kStep, f);
-    data.resize(have + got);
-    if (got < kStep) {
-      GENESIS_CHECK(!std::ferror(f), "error reading snapshot '", path, "': ", std::strerror(errno));
-      break;
-    }
-  }
-  return data;
 }
 
 }  // namespace
@@ -146,14 +126,12 @@ SnapshotCsvResult write_torch_snapshot_csv(const PickleValue& snapshot, const st
 
 SnapshotCsvResult convert_torch_snapshot_file(const std::string& in, const std::string& out,
                                               const SnapshotCsvOptions& options) {
-  const std::vector<std::uint8_t> data = read_whole_file(in);
+  const std::vector<std::uint8_t> data = read_trace_bytes(in, std::size_t{16} << 30);
   if (!looks_like_pickle(data.data(), data.size())) {
-    const bool gz = data.size() >= 2 && data[0] == 0x1f && data[1] == 0x8b;
-    GENESIS_THROW(InvalidArgumentError, in, ": not a PyTorch memory snapshot (expected a pickle of protocol 2 or ",
-                  "later, from torch.cuda.memory._dump_snapshot)",
-                  gz ? "; it is gzip-compressed: a gzip CSV trace needs no conversion, a gzip pickle must be "
-                       "gunzipped first"
-                     : "; a CSV trace needs no conversion");
+    GENESIS_THROW(InvalidArgumentError, in, ": not a PyTorch memory snapshot (expected a pickle of protocol 2 to 5, ",
+                  "from torch.cuda.memory._dump_snapshot)",
+                  data.size() >= 2 && data[0] == 0x80 ? "; it is a pickle of protocol " + std::to_string(data[1])
+                                                      : std::string("; a CSV trace needs no conversion"));
   }
   const Pickle p = [&] {
     try {

@@ -195,6 +195,10 @@ void TraceBuilder::add_alloc(std::uintptr_t addr, std::uint64_t size, StreamId s
     leaked_slots_.push_back(it->second.slot);
     it->second = Live{slot, size};
   }
+  GENESIS_CHECK(size <= kMaxTraceSize, trace_.source, ": an allocation of ", size,
+                " bytes, above 2^62 bytes, the largest request an allocator takes");
+  GENESIS_CHECK(live_bytes_ <= std::numeric_limits<std::uint64_t>::max() - size, trace_.source,
+                ": the live allocations add up to more than 2^64 bytes (at allocation ", trace_.counts.alloc, ")");
   live_bytes_ += size;
   trace_.peak_live_bytes = std::max(trace_.peak_live_bytes, live_bytes_);
   trace_.events.push_back(TraceEvent{size, slot, s, TraceOp::kAlloc});
@@ -231,7 +235,9 @@ Trace TraceBuilder::finish() {
 namespace {
 
 constexpr std::size_t kChunk = std::size_t{1} << 20;    // bytes read or written at a time
-constexpr std::size_t kMaxLine = std::size_t{1} << 16;  // longer: not a trace
+// Longer: not a trace (a binary file). As long as a record may be (kMaxRecord),
+// so that a site of many stack frames fits on one line.
+constexpr std::size_t kMaxLine = std::size_t{1} << 20;
 
 // ---------------------------------------------------------------------------
 // Input: a plain or gzip file read in chunks.
@@ -626,10 +632,15 @@ class Parser {
     if (action == Action::kUnknown) {
       fail(text, "unknown action '" + std::string(action_text) +
                      "' (expected alloc, free_requested, free_completed, segment_alloc, segment_free, "
-                     "empty_cache or oom)");
+                     "segment_map, segment_unmap, snapshot, empty_cache or oom)");
     }
     const std::uint64_t addr = number(text, kAddr, true);
     const std::uint64_t size = number(text, kSize, false);
+    // No allocator hands out more (requests are limited to 2^62 bytes), and
+    // live totals of such sizes would pass 2^64.
+    if (size > kMaxTraceSize) {
+      fail(text, "size " + std::to_string(size) + " is above 2^62 bytes, the largest request an allocator takes");
+    }
     const StreamId stream = index_[kStream] >= 0 ? number(text, kStream, true) : 0;
     const bool timed = index_[kTime] >= 0;
     std::string_view site;
@@ -701,10 +712,17 @@ Trace read_trace(const std::string& path) {
   while (true) {
     const std::size_t n = in.read(chunk.get(), kChunk, parser.line_no());
     if (n == 0) break;
-    // A pickled PyTorch memory snapshot (genesis/debug/torch_snapshot.h).
-    if (std::exchange(first, false) && looks_like_pickle(reinterpret_cast<const std::uint8_t*>(chunk.get()), n))
-      return read_torch_snapshot(std::string_view(chunk.get(), n),
-                                 [&in](char* buf, std::size_t cap) { return in.read(buf, cap, 0); }, path);
+    if (std::exchange(first, false)) {
+      const auto* head = reinterpret_cast<const std::uint8_t*>(chunk.get());
+      // A pickled PyTorch memory snapshot (genesis/debug/torch_snapshot.h).
+      if (looks_like_pickle(head, n))
+        return read_torch_snapshot(std::string_view(chunk.get(), n),
+                                   [&in](char* buf, std::size_t cap) { return in.read(buf, cap, 0); }, path);
+      // The PROTO opcode of a pickle whose protocol the reader does not take.
+      GENESIS_CHECK(n < 2 || head[0] != 0x80, path, ": a pickle of protocol ", static_cast<int>(head[1]),
+                    ", which is not read: PyTorch memory snapshots are pickles of protocol 2 to 5 ",
+                    "(torch.cuda.memory._dump_snapshot)");
+    }
     const char* p = chunk.get();
     const char* const end = p + n;
     while (p < end) {
@@ -727,6 +745,21 @@ Trace read_trace(const std::string& path) {
   }
   if (!carry.empty()) parser.line(carry);
   return parser.finish();
+}
+
+std::vector<std::uint8_t> read_trace_bytes(const std::string& path, std::size_t max_bytes) {
+  InputFile in(path);
+  std::vector<std::uint8_t> data;
+  while (true) {
+    const std::size_t have = data.size();
+    data.resize(have + kChunk);
+    const std::size_t got = in.read(reinterpret_cast<char*>(data.data() + have), kChunk, 0);
+    data.resize(have + got);
+    if (got == 0) break;
+    GENESIS_CHECK(data.size() <= max_bytes, path, ": larger than ", max_bytes, " bytes",
+                  in.gzip() ? " once decompressed" : "", ", which is more than is read");
+  }
+  return data;
 }
 
 void write_trace(const std::string& path, const std::vector<memory::MemoryEvent>& events) {

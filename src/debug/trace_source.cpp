@@ -158,6 +158,12 @@ class TraceSource final : public MemorySource {
     }
   }
 
+  std::uint64_t idle_until_ns() const override {
+    if (speed_ > 0) return 0;  // paced: the wall clock decides, not the gap
+    std::lock_guard<std::mutex> lock(mutex_);
+    return next_ < trace_.events.size() ? event_time(next_) : 0;
+  }
+
   bool ended() const override {
     std::lock_guard<std::mutex> lock(mutex_);
     return next_ == trace_.events.size();

@@ -4,6 +4,7 @@
 // (genesis/debug/torch_snapshot_csv.h); the file written is read back with
 // the trace reader, so what is reported is what a replay will see.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -29,13 +30,44 @@ struct ConvertArgs {
   bool json = false;
 };
 
+// True when `path` names something a summary cannot be read back from: a
+// pipe or the terminal (stdout and other /dev files), not a regular file.
+bool stream_output(const std::string& path) {
+  if (path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0) return true;
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  return !ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st);
+}
+
 int run_convert(const ConvertArgs& args) {
-  GENESIS_CHECK(args.in != args.out, "convert: the output '", args.out, "' is the input: name another file");
+  const std::string in = args.in == "-" ? "/dev/stdin" : args.in;
+  const std::string out = args.out == "-" ? "/dev/stdout" : args.out;
+  // The output is written before anything else: were it the input under
+  // another name (a path with ./, a symbolic or hard link), the snapshot
+  // would be gone.
+  std::error_code ec;
+  GENESIS_CHECK(args.in != args.out && !std::filesystem::equivalent(in, out, ec),
+                "convert: the output '", args.out, "' is the input '", args.in, "': name another file");
   debug::SnapshotCsvOptions options;
   options.device = args.device;
   options.sites = args.sites;
-  const debug::SnapshotCsvResult r = debug::convert_torch_snapshot_file(args.in, args.out, options);
-  const debug::Trace trace = debug::read_trace(args.out);
+  const debug::SnapshotCsvResult r = debug::convert_torch_snapshot_file(in, out, options);
+  if (stream_output(out)) {
+    // The trace went to a pipe or the terminal: it cannot be read back, and
+    // standard output may be the trace itself, so the summary goes to
+    // standard error.
+    if (args.json) {
+      const json summary{{"input", args.in}, {"output", args.out}, {"device", r.device},
+                         {"entries", r.entries}, {"rows", r.rows},    {"annotations", r.annotations}};
+      std::fprintf(stderr, "%s\n", summary.dump(2).c_str());
+    } else {
+      std::fprintf(stderr, "%s: device %d, %s entries -> %s: %s lines\n", args.in.c_str(), r.device,
+                   debug::format_thousands(r.entries).c_str(), args.out.c_str(),
+                   debug::format_thousands(r.rows).c_str());
+    }
+    return 0;
+  }
+  const debug::Trace trace = debug::read_trace(out);
   const debug::TraceCounts& c = trace.counts;
   if (args.json) {
     const json out{{"input", args.in},
@@ -73,8 +105,8 @@ Command add_convert_command(CLI::App& app) {
   auto args = std::make_shared<ConvertArgs>();
   CLI::App* sub = app.add_subcommand(
       "convert", "Write a PyTorch memory snapshot (pickle) as a CSV allocation trace (gzip when OUT ends in .gz)");
-  sub->add_option("in", args->in, "Snapshot: torch.cuda.memory._dump_snapshot() output")->required();
-  sub->add_option("out", args->out, "CSV trace to write: time_us,action,addr,size,stream (data/traces/README.md)")
+  sub->add_option("in", args->in, "Snapshot: torch.cuda.memory._dump_snapshot() output (gzip too); - reads standard input")->required();
+  sub->add_option("out", args->out, "CSV trace to write: time_us,action,addr,size,stream (data/traces/README.md); - writes standard output (the summary then goes to standard error)")
       ->required();
   sub->add_option("--device", args->device, "Device whose trace to write (default: the one with the most entries)")
       ->check(CLI::Range(0, 1 << 20));

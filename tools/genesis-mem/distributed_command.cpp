@@ -146,6 +146,15 @@ int run_worker_role(const DistributedArgs& a) {
     std::fprintf(stderr, "genesis-mem distributed: worker stopped after %llu reports\n",
                  static_cast<unsigned long long>(worker.reports_sent()));
   }
+  // A worker whose reports never arrived did not do its job, which a script
+  // or a service manager must be able to see.
+  if (worker.reports_sent() == 0) {
+    std::fprintf(stderr,
+                 "genesis-mem: error: no report reached the master at %s:%d (is it running and reachable, and "
+                 "does it have the same token?)\n",
+                 a.master_host.c_str(), a.port);
+    return 1;
+  }
   return 0;
 }
 

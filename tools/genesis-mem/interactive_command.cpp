@@ -89,10 +89,10 @@ void draw(const debug::MemorySource& source, const std::vector<debug::SourceDevi
     const debug::MemorySample& s = v.recent.back();
     const debug::OOMPrediction p = v.predictor.predict({});
     char line[256];
-    std::snprintf(line, sizeof line, "%s %-4s %9s / %-9s %s %5.1f%%  %+8.1f MB/s  ", i == selected ? ">" : " ",
+    std::snprintf(line, sizeof line, "%s %-4s %9s / %-9s %s %5.1f%%  %+7.1f MiB/s  ", i == selected ? ">" : " ",
                   devices[i].id.c_str(), format_bytes(s.used).c_str(), format_bytes(s.total).c_str(),
                   bar(s.utilization_percent() / 100.0, 12).c_str(), s.utilization_percent(),
-                  p.growth_rate_bytes_per_sec / 1048576.0);
+                  debug::steady_growth(p) ? p.growth_rate_bytes_per_sec / 1048576.0 : 0.0);
     out += std::string(line) + risk_colour(p.risk_level, tty) + "  " +
            sparkline(v.recent, static_cast<std::size_t>(std::max(10, cols - 78))) + "\n";
   }
@@ -140,6 +140,10 @@ void draw(const debug::MemorySource& source, const std::vector<debug::SourceDevi
 
 int run_interactive(const InteractiveArgs& args) {
   if (!(args.interval > 0)) GENESIS_THROW(InvalidArgumentError, "--interval ", args.interval, ": expected seconds > 0");
+  if (args.frames < 0) {
+    GENESIS_THROW(InvalidArgumentError, "--frames ", args.frames,
+                  ": expected a number of frames to draw (> 0), or 0 for the live view");
+  }
   std::unique_ptr<debug::MemorySource> source = open_source(args.source);
   const std::vector<std::string> ids = pick_devices(*source, args.source.devices);
   std::vector<debug::SourceDevice> devices;
@@ -158,7 +162,7 @@ int run_interactive(const InteractiveArgs& args) {
                   "interactive needs a terminal on standard input; use 'genesis-mem monitor' for a report, "
                   "or --frames N to draw N frames as text");
   }
-  const auto step = static_cast<std::uint64_t>(args.interval * 1e9);
+  const auto step = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(args.interval * 1e9));
   std::uint64_t next = source->now_ns();
   std::size_t selected = 0;
   bool paused = false, show_sites = true;
@@ -168,6 +172,9 @@ int run_interactive(const InteractiveArgs& args) {
   while (running && !stop.load()) {
     if (!paused) {
       next += step;
+      // A trace at max speed skips the frames of an idle gap, which would
+      // all be the same (MemorySource::idle_until_ns).
+      if (const std::uint64_t idle = source->idle_until_ns(); idle > next) next += (idle - next) / step * step;
       const bool more = source->advance_to(next, stop);
       for (const debug::SourceDevice& d : devices) {
         DeviceView& v = views.at(d.id);
@@ -181,20 +188,23 @@ int run_interactive(const InteractiveArgs& args) {
     }
     draw(*source, devices, views, selected, paused, show_sites, sites, tty);
     if (args.frames > 0 && ++drawn >= args.frames) break;
-    // Keys are read between samples; the wait is short so that keys feel live.
-    const KeyPress k = term.read_key(term.interactive() ? 50 : 0);
-    switch (k.key) {
-      case Key::kQuit: running = false; break;
-      case Key::kNext: selected = (selected + 1) % devices.size(); break;
-      case Key::kPrev: selected = (selected + devices.size() - 1) % devices.size(); break;
-      case Key::kPause: paused = !paused; break;
-      case Key::kSites: show_sites = !show_sites; break;
-      case Key::kDigit:
-        if (static_cast<std::size_t>(k.digit) < devices.size()) selected = static_cast<std::size_t>(k.digit);
-        break;
-      case Key::kNone: break;
+    // Keys are read between samples; the wait is short so that keys feel
+    // live. While paused the wait is an interval long, and keys read then
+    // count as well (space resumes, q quits).
+    const int wait_ms = !term.interactive() ? 0 : paused ? static_cast<int>(args.interval * 1000) : 50;
+    for (const KeyPress& k : term.read_keys(wait_ms)) {
+      switch (k.key) {
+        case Key::kQuit: running = false; break;
+        case Key::kNext: selected = (selected + 1) % devices.size(); break;
+        case Key::kPrev: selected = (selected + devices.size() - 1) % devices.size(); break;
+        case Key::kPause: paused = !paused; break;
+        case Key::kSites: show_sites = !show_sites; break;
+        case Key::kDigit:
+          if (static_cast<std::size_t>(k.digit) < devices.size()) selected = static_cast<std::size_t>(k.digit);
+          break;
+        case Key::kNone: break;
+      }
     }
-    if (paused) term.read_key(static_cast<int>(args.interval * 1000));
   }
   remove_interrupt_handler();
   return 0;

@@ -2,7 +2,9 @@
 // allocator configurations and reports peak reserved vs peak live bytes and
 // the time per event. The work is library code (genesis/debug/replay.h,
 // replay_report.h); this file maps options onto it and prints.
+#include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +22,7 @@
 #include "genesis/debug/trace.h"
 #include "progress_bar.h"
 #include "replay_corpus.h"
+#include "source_options.h"
 
 namespace genesis::tools {
 
@@ -41,6 +44,7 @@ struct ReplayArgs {
   unsigned repeat = 1;
   int warmup = -1;
   double memory_fraction = 1.0;
+  bool memory_fraction_given = false;  // --memory-fraction was on the command line
   std::string sim_vmm_cost = "none";
   std::string alloc_conf;  // allocator options on top of every configuration
 };
@@ -113,7 +117,11 @@ int run_replay(const ReplayArgs& args) {
     debug::ReplayConfig config = debug::make_replay_config(name, device, capacity);
     config.options.memory_fraction = args.memory_fraction;
     if (!args.alloc_conf.empty()) {
-      config.options = memory::parse_alloc_conf(args.alloc_conf, config.options, "--alloc-conf");
+      std::vector<std::string> keys;
+      config.options = memory::parse_alloc_conf(args.alloc_conf, config.options, "--alloc-conf", &keys);
+      GENESIS_CHECK(!args.memory_fraction_given ||
+                        std::find(keys.begin(), keys.end(), "memory_fraction") == keys.end(),
+                    "--memory-fraction and memory_fraction in --alloc-conf are the same option; give one");
       config.name += "+conf";
     }
     config.sim_vmm_cost = vmm_cost;
@@ -128,6 +136,7 @@ int run_replay(const ReplayArgs& args) {
   if (show_progress) std::fprintf(stderr, "reading %s ...", args.trace.c_str());
   const debug::Trace trace = debug::read_trace(args.trace == "-" ? "/dev/stdin" : args.trace);
   if (show_progress) std::fputs("\r\033[K", stderr);
+  check_replayable(trace, args.trace);
   // The trace's reference figures (Note [Reference figures]), read before the
   // replays so that a malformed file fails at once rather than after them.
   const std::optional<debug::ReferenceFigures> references = debug::load_reference_figures(args.trace);
@@ -166,7 +175,7 @@ int run_replay(const ReplayArgs& args) {
                           {"results", refs}};
     }
     std::printf("%s\n", out.dump(2).c_str());
-    return 0;
+    return report_out_of_memory(args.trace, results);
   }
 
   std::string text = debug::format_trace_summary(trace);
@@ -181,7 +190,8 @@ int run_replay(const ReplayArgs& args) {
   text += "\n\n";
   text += debug::format_replay_table(results, references);
   std::fputs(text.c_str(), stdout);
-  return 0;
+  std::fflush(stdout);  // the table first, then what standard error says about it
+  return report_out_of_memory(args.trace, results);
 }
 
 }  // namespace
@@ -199,7 +209,8 @@ Command add_replay_command(CLI::App& app) {
                   "PyTorch's figures) through every configuration (or the --config ones): one table");
   sub->add_option("--capacity", args->capacity,
                   "Simulated device size, e.g. 80GB (default 128 GiB, more for a trace whose peak live bytes exceed a quarter of that, at most 1 TiB); with --device cuda a cap "
-                  "on reserved memory");
+                  "on reserved memory")
+      ->check(capacity_validator());
   sub->add_option("--device", args->device, "sim (simulated GPU, default) or cuda (GPU 0)");
   sub->add_option("--config", args->configs,
                   "Allocator configuration to run (repeatable): genesis, genesis-classic, genesis-expandable, "
@@ -222,9 +233,25 @@ Command add_replay_command(CLI::App& app) {
   sub->add_option("--alloc-conf", args->alloc_conf,
                   "Allocator options on top of every configuration, as GENESIS_ALLOC_CONF writes them "
                   "(e.g. thread_cache_size:64MB,thread_cache_large_park:2); the configurations are named NAME+conf");
-  sub->add_option("--memory-fraction", args->memory_fraction, "Cap reserved memory at this fraction of the device")
-      ->check(CLI::Range(0.0, 1.0));
-  return Command{sub, [args] { return run_replay(*args); }};
+  CLI::Option* fraction = sub->add_option("--memory-fraction", args->memory_fraction,
+                  "Cap reserved memory at this fraction of the device, in (0, 1]")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            double f = 0;
+            try {
+              std::size_t used = 0;
+              f = std::stod(text, &used);
+              if (used != text.size()) f = -1;
+            } catch (const std::exception&) {
+              f = -1;
+            }
+            return f > 0 && f <= 1 ? std::string() : "'" + text + "': expected a fraction in (0, 1], such as 0.5";
+          },
+          "FRACTION"));
+  return Command{sub, [args, fraction] {
+                   args->memory_fraction_given = fraction->count() > 0;
+                   return run_replay(*args);
+                 }};
 }
 
 }  // namespace genesis::tools

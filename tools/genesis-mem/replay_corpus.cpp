@@ -11,6 +11,7 @@
 
 #include "genesis/core/error.h"
 #include "genesis/debug/replay_corpus.h"
+#include "genesis/debug/replay_report.h"
 #include "genesis/debug/trace.h"
 #include "progress_bar.h"
 
@@ -69,7 +70,9 @@ json report_json(const CorpusRunArgs& args, const std::vector<std::string>& name
   for (std::size_t c = 0; c < names.size(); ++c) {
     std::vector<double> r, n;
     for (const debug::CorpusRow& row : rows) {
-      if (c < row.results.size()) {
+      // A replay whose allocations ran out of memory did other work than
+      // the trace: it is left out of the means, as in the text report.
+      if (c < row.results.size() && row.results[c].ooms == 0) {
         r.push_back(row.results[c].reserved_per_live);
         n.push_back(row.results[c].ns_per_event);
       }
@@ -111,6 +114,25 @@ json report_json(const CorpusRunArgs& args, const std::vector<std::string>& name
 
 }  // namespace
 
+void check_replayable(const debug::Trace& trace, const std::string& path) {
+  GENESIS_CHECK(trace.counts.alloc > 0, path, ": the trace holds no allocations (",
+                debug::format_thousands(trace.counts.lines), " data lines): nothing to replay");
+}
+
+int report_out_of_memory(const std::string& trace, const std::vector<debug::ReplayResult>& results) {
+  int status = 0;
+  for (const debug::ReplayResult& r : results) {
+    if (r.ooms == 0) continue;
+    std::fprintf(stderr,
+                 "genesis-mem: %s under %s: %s allocations failed with out of memory on a device of %s bytes and "
+                 "were skipped; the trace does not fit, and its figures are of the allocations that succeeded\n",
+                 trace.c_str(), r.config.c_str(), debug::format_thousands(r.ooms).c_str(),
+                 debug::format_thousands(r.capacity).c_str());
+    status = kExitOutOfMemory;
+  }
+  return status;
+}
+
 int run_replay_corpus(const CorpusRunArgs& args) {
   const debug::Corpus corpus = debug::list_corpus(args.dir);
   std::vector<std::string> names;
@@ -126,6 +148,7 @@ int run_replay_corpus(const CorpusRunArgs& args) {
       if (args.show_progress) std::fprintf(stderr, "reading %s ...", t.path.c_str());
       trace = debug::read_trace(t.path);
       if (args.show_progress) std::fputs("\r\033[K", stderr);
+      check_replayable(trace, t.path);
     } catch (const genesis::Error& e) {
       if (args.show_progress) std::fputs("\r\033[K", stderr);
       errors.push_back({t.path, e.message()});
@@ -166,7 +189,9 @@ int run_replay_corpus(const CorpusRunArgs& args) {
     text += debug::format_corpus_report(names, rows, corpus.duplicates, errors);
     std::fputs(text.c_str(), stdout);
   }
-  return errors.empty() ? 0 : 2;
+  int status = 0;
+  for (const debug::CorpusRow& row : rows) status |= report_out_of_memory(row.trace.name, row.results);
+  return errors.empty() ? status : 2;
 }
 
 }  // namespace genesis::tools

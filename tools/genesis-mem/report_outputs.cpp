@@ -227,9 +227,17 @@ void print_summary(const std::string& kind, const debug::MemoryDebugger& d, std:
       const std::vector<std::string> ids = o->devices();
       if (std::find(ids.begin(), ids.end(), dev.id) != ids.end()) {
         const debug::OOMPrediction p = o->predict(dev.id);
-        std::fprintf(out, "  OOM risk  %s (confidence %.2f): %.1f%% used, growing %.2f MB/s",
+        std::fprintf(out, "  OOM risk  %s (confidence %.2f): %.1f%% used, ",
                      std::string(debug::risk_level_name(p.risk_level)).c_str(), p.confidence,
-                     p.current_usage_percent, p.growth_rate_bytes_per_sec / 1048576.0);
+                     p.current_usage_percent);
+        // A growth rate fitted with little confidence is not growth: it is
+        // not printed as such beside "the peaks are not growing".
+        if (debug::steady_growth(p)) {
+          std::fprintf(out, "peaks growing %.2f MiB/s", p.growth_rate_bytes_per_sec / 1048576.0);
+        } else {
+          std::fprintf(out, "no steady growth of the peaks");
+        }
+        if (p.ooms > 0) std::fprintf(out, ", %llu allocations out of memory", static_cast<unsigned long long>(p.ooms));
         if (p.predicted_oom_seconds >= 0) std::fprintf(out, ", OOM in %s", format_seconds(p.predicted_oom_seconds).c_str());
         std::fputc('\n', out);
         for (const std::string& r : p.recommendations) std::fprintf(out, "            - %s\n", r.c_str());
@@ -239,12 +247,12 @@ void print_summary(const std::string& kind, const debug::MemoryDebugger& d, std:
       const std::vector<std::string> ids = l->devices();
       if (std::find(ids.begin(), ids.end(), dev.id) != ids.end()) {
         const debug::LeakReport r = l->report(dev.id);
-        std::fprintf(out, "  leak      %s: steady growth %.2f MB/min (threshold %.1f, confidence %.2f, warm-up %.1f s ignored)\n",
+        std::fprintf(out, "  leak      %s: steady growth %.2f MiB/min (threshold %.1f, confidence %.2f, warm-up %.1f s ignored)\n",
                      r.leak_detected ? "LEAK" : "none", r.growth_rate_mb_per_min, r.threshold_mb_per_min,
                      r.confidence, r.warmup_seconds);
         for (std::size_t i = 0; i < r.sites.size() && i < 10; ++i) {
           const debug::LeakSite& s = r.sites[i];
-          std::fprintf(out, "            %+.2f MB/min  %s held in %llu  %s\n", s.growth_rate_mb_per_min,
+          std::fprintf(out, "            %+.2f MiB/min  %s held in %llu  %s\n", s.growth_rate_mb_per_min,
                        format_bytes(s.bytes).c_str(), static_cast<unsigned long long>(s.count),
                        s.frames.empty() ? s.site.c_str() : s.frames.front().c_str());
           for (std::size_t f = 1; f < s.frames.size() && f < 4; ++f) {

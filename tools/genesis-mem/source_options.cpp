@@ -8,6 +8,20 @@
 
 namespace genesis::tools {
 
+CLI::Validator capacity_validator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::size_t bytes = 0;
+        try {
+          bytes = genesis::parse_bytes(text);
+        } catch (const genesis::Error& e) {
+          return e.message();
+        }
+        return bytes == 0 ? "'" + text + "': expected a size above 0 bytes, such as 80GB" : std::string();
+      },
+      "SIZE");
+}
+
 void add_source_options(CLI::App* app, SourceArgs& args) {
   app->add_option("--devices", args.devices, "devices to watch (ids such as 0 1; default: all)")
       ->expected(1, 64);
@@ -15,7 +29,8 @@ void add_source_options(CLI::App* app, SourceArgs& args) {
   app->add_option("--trace", args.trace, "replay a recorded trace (CSV, .gz, '-' for stdin) on the simulated GPU");
   app->add_option("--speed", args.speed, "trace time per wall time for --trace: a number (10 = ten times faster) or max")
       ->capture_default_str();
-  app->add_option("--capacity", args.capacity, "simulated GPU memory for --trace (e.g. 16GB; default 128 GiB, more for a trace whose peak live bytes exceed a quarter of that)");
+  app->add_option("--capacity", args.capacity, "simulated GPU memory for --trace (e.g. 16GB; default 128 GiB, more for a trace whose peak live bytes exceed a quarter of that)")
+      ->check(capacity_validator());
   app->add_option("--config", args.config, "allocator configuration for --trace (see genesis-mem replay --help)")
       ->capture_default_str();
   app->add_option("command", args.command, "after --: a command to start and watch until it exits");

@@ -31,6 +31,11 @@ struct SourceArgs {
   bool child_sites = false;
 };
 
+/// Checks a --capacity value as it is parsed: a size such as 80GB, above 0
+/// bytes (an empty or zero capacity would otherwise quietly mean the
+/// default).
+CLI::Validator capacity_validator();
+
 /// Declares the source flags on `app`; the values land in `args`.
 void add_source_options(CLI::App* app, SourceArgs& args);
 

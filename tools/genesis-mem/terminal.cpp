@@ -26,31 +26,36 @@ RawTerminal::~RawTerminal() {
   ::tcsetattr(STDIN_FILENO, TCSANOW, &t);
 }
 
-KeyPress RawTerminal::read_key(int timeout_ms) {
-  KeyPress k;
+std::vector<KeyPress> RawTerminal::read_keys(int timeout_ms) {
+  std::vector<KeyPress> keys;
   if (!active_) {
     if (timeout_ms > 0) ::usleep(static_cast<useconds_t>(timeout_ms) * 1000);
-    return k;
+    return keys;
   }
   pollfd p{STDIN_FILENO, POLLIN, 0};
-  if (::poll(&p, 1, timeout_ms) <= 0) return k;
-  char buf[8] = {};
+  if (::poll(&p, 1, timeout_ms) <= 0) return keys;
+  char buf[256];
   const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
-  if (n <= 0) return k;
-  const char c = buf[0];
-  if (c == 'q' || c == 'Q' || c == 3 /* Ctrl-C without ISIG */) k.key = Key::kQuit;
-  else if (c == '\t' || c == 'n' || c == 'l') k.key = Key::kNext;
-  else if (c == 'N' || c == 'h') k.key = Key::kPrev;
-  else if (c == ' ' || c == 'p') k.key = Key::kPause;
-  else if (c == 's') k.key = Key::kSites;
-  else if (c >= '0' && c <= '9') {
-    k.key = Key::kDigit;
-    k.digit = c - '0';
-  } else if (c == 27 && n >= 3 && buf[1] == '[') {  // arrow keys
-    if (buf[2] == 'C' || buf[2] == 'B') k.key = Key::kNext;
-    if (buf[2] == 'D' || buf[2] == 'A') k.key = Key::kPrev;
+  for (ssize_t i = 0; i < n; ++i) {
+    const char c = buf[i];
+    KeyPress k;
+    if (c == 'q' || c == 'Q' || c == 3 /* Ctrl-C without ISIG */) k.key = Key::kQuit;
+    else if (c == '\t' || c == 'n' || c == 'l') k.key = Key::kNext;
+    else if (c == 'N' || c == 'h') k.key = Key::kPrev;
+    else if (c == ' ' || c == 'p') k.key = Key::kPause;
+    else if (c == 's') k.key = Key::kSites;
+    else if (c >= '0' && c <= '9') {
+      k.key = Key::kDigit;
+      k.digit = c - '0';
+    } else if (c == 27 && i + 2 < n && buf[i + 1] == '[') {  // arrow keys: ESC [ A..D
+      const char a = buf[i + 2];
+      if (a == 'C' || a == 'B') k.key = Key::kNext;
+      if (a == 'D' || a == 'A') k.key = Key::kPrev;
+      i += 2;
+    }
+    if (k.key != Key::kNone) keys.push_back(k);
   }
-  return k;
+  return keys;
 }
 
 int terminal_columns() noexcept {

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace genesis::tools {
 
@@ -26,8 +27,11 @@ class RawTerminal {
 
   /// True when standard input is a terminal (keys can be read).
   bool interactive() const noexcept { return active_; }
-  /// Waits at most `timeout_ms` for a key.
-  KeyPress read_key(int timeout_ms);
+  /// Waits at most `timeout_ms` for input and returns every key in it, in
+  /// order: keys typed together (or pasted, or an arrow's escape sequence
+  /// followed by a letter) arrive in one read, and a key left unparsed
+  /// would be lost, so `q` typed right after `s` must still quit.
+  std::vector<KeyPress> read_keys(int timeout_ms);
 
  private:
   bool active_ = false;

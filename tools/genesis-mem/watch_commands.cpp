@@ -37,7 +37,7 @@ struct WatchArgs {
   SourceArgs source;
   double duration = 60;
   double interval = 0.1;
-  double threshold = 0;  // per kind: OOM percent or leak MB/min
+  double threshold = 0;  // per kind: OOM percent or leak MiB/min
   double window = 60;
   std::string output;
   std::string html;
@@ -89,7 +89,7 @@ void check_args(const WatchArgs& a) {
     GENESIS_THROW(InvalidArgumentError, "--threshold ", a.threshold, ": expected a percentage in (0, 100]");
   }
   if (a.kind == Kind::kLeak && !(a.threshold > 0)) {
-    GENESIS_THROW(InvalidArgumentError, "--threshold ", a.threshold, ": expected MB per minute > 0");
+    GENESIS_THROW(InvalidArgumentError, "--threshold ", a.threshold, ": expected MiB per minute > 0");
   }
   if (!(a.window > 0)) GENESIS_THROW(InvalidArgumentError, "--window ", a.window, ": expected seconds > 0");
   // Fail before watching for minutes, not after.
@@ -249,7 +249,7 @@ std::vector<Command> add_watch_commands(CLI::App& app) {
     a->threshold = 10;
     CLI::App* sub = add_common(app, "leak", "find steady growth (leaks) and the allocation sites that hold it", *a,
                                0.1, 120);
-    sub->add_option("--threshold", a->threshold, "MB per minute of steady growth that counts as a leak")
+    sub->add_option("--threshold", a->threshold, "MiB (2^20 bytes) per minute of steady growth that counts as a leak")
         ->capture_default_str();
     sub->add_option("--window", a->window, "seconds over which growth is judged")->capture_default_str();
     sub->add_flag("--enable-tracking", a->tracking, "rank the allocation sites that hold the growth");

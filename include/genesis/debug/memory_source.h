@@ -103,6 +103,12 @@ class MemorySource {
   /// false when the source has ended (trace replayed to its end, process
   /// exited) or `stop` became true; the caller takes a last sample and stops.
   virtual bool advance_to(std::uint64_t time_ns, const StopFlag& stop) = 0;
+  /// The time before which the source will not change and advancing to it
+  /// costs no waiting (a trace replayed at max speed: its next event's
+  /// time), or 0 when unknown. A sampler may skip the ticks until then,
+  /// whose samples would all be the same: a trace with an idle gap of days
+  /// must not be sampled every interval across it.
+  virtual std::uint64_t idle_until_ns() const { return 0; }
   /// True once the source has ended (see advance_to).
   virtual bool ended() const { return false; }
   /// Whether a sample taken after the source ended still describes what was

@@ -41,10 +41,16 @@ struct OOMPrediction {
   double confidence = 0;  ///< in [0, 1]: agreement of the fit times its coverage
   double current_usage_percent = 0;
   double growth_rate_bytes_per_sec = 0;  ///< of the peaks; negative when shrinking
-  double predicted_oom_seconds = -1;     ///< negative: no OOM predicted
+  double predicted_oom_seconds = -1;     ///< negative: no OOM predicted; 0: out of memory already
+  std::uint64_t ooms = 0;                ///< allocations that failed with out of memory so far
   /// Built from the figures, most urgent first; never empty after a sample.
   std::vector<std::string> recommendations;
 };
+
+/// True when the prediction found the peaks growing steadily: a positive
+/// growth rate fitted with enough confidence to predict from. A rate fitted
+/// with less is noise and reports do not call it growth.
+bool steady_growth(const OOMPrediction& p) noexcept;
 
 struct OOMPredictorOptions {
   double threshold_percent = 85;

@@ -75,6 +75,10 @@ static_assert(sizeof(TraceEvent) == 16, "the replay loop streams through these: 
 /// The slot that is never allocated (always nullptr in a replay).
 inline constexpr std::uint32_t kNullSlot = 0;
 
+/// The largest allocation a trace may hold: what an allocator takes at most
+/// (2^62 bytes). Readers refuse larger sizes, naming the file and line.
+inline constexpr std::uint64_t kMaxTraceSize = std::uint64_t{1} << 62;
+
 /// How many lines of each kind a trace held.
 struct TraceCounts {
   std::uint64_t lines = 0;           ///< data lines (without header, blank and '#' lines)
@@ -240,6 +244,12 @@ Trace read_trace(const std::string& path);
 /// settings. Throws InvalidArgumentError when the file cannot be created (or
 /// ".gz" without zlib) and genesis::Error when writing fails (disk full).
 void write_trace(const std::string& path, const std::vector<memory::MemoryEvent>& events);
+
+/// The bytes of a file as read_trace() sees them: gzip-compressed files are
+/// decompressed, and a pipe (/dev/stdin) is read to its end. At most
+/// `max_bytes` (InvalidArgumentError beyond, naming the file). Throws as
+/// read_trace() does for a file that cannot be opened or corrupt gzip data.
+std::vector<std::uint8_t> read_trace_bytes(const std::string& path, std::size_t max_bytes);
 
 /// True when Genesis was built with zlib (gzip traces can be read and written).
 bool trace_gzip_supported() noexcept;
