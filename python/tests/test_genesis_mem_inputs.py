@@ -28,9 +28,10 @@ def write_trace(path, rows):
 
 
 def small_trace(path):
-    """1 MiB at 0 s, 2 MiB at 0.01 s, the first freed at 1 s, 4 MiB at 2.5 s."""
+    """1 MiB at 0 s, 2 MiB at 0.01 s, the first freed at 1 s, 4 MiB at 2.5 s, the 2 MiB freed at 5 s."""
     return write_trace(path, [(0, "alloc", 0x1000, MiB, 0), (10_000, "alloc", 0x2000, 2 * MiB, 0),
-                              (1_000_000, "free_requested", 0x1000, 0, 0), (2_500_000, "alloc", 0x3000, 4 * MiB, 0)])
+                              (1_000_000, "free_requested", 0x1000, 0, 0), (2_500_000, "alloc", 0x3000, 4 * MiB, 0),
+                              (5_000_000, "free_requested", 0x2000, 0, 0)])
 
 
 def device_report(stdout):
@@ -41,15 +42,15 @@ def device_report(stdout):
 def test_max_speed_skips_idle_gaps(tmp_path):
     # Thirty years without an event: at max speed nothing changes until the
     # next event, so its samples are skipped instead of taken every 0.1 s.
-    gap = write_trace(tmp_path / "gap.csv", [(0, "alloc", 0x1000, 100, 0), (10**15, "free_requested", 0x1000, 0, 0),
-                                             (10**15 + 1, "alloc", 0x2000, 300, 0)])
+    gap = write_trace(tmp_path / "gap.csv", [(0, "alloc", 0x1000, MiB, 0), (10**15, "free_requested", 0x1000, 0, 0),
+                                             (10**15 + 1, "alloc", 0x2000, 3 * MiB, 0)])
     started = time.monotonic()
     p = run_genesis_mem("profile", "--trace", gap, "--speed", "max", "-q", "--duration", "0", "--json", timeout=60)
     assert p.returncode == 0, p.stderr
     assert time.monotonic() - started < 30
     d, dev = device_report(p.stdout)
     assert d["summary"]["duration_seconds"] == pytest.approx(1e9, rel=1e-3)
-    assert dev["peak_memory"] == 300
+    assert dev["peak_memory"] == 3 * MiB
     p = run_genesis_mem("interactive", "--trace", gap, "--speed", "max", "--frames", "6", timeout=60)
     assert p.returncode == 0, p.stderr
 

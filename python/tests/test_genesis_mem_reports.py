@@ -192,7 +192,7 @@ def test_oom_summary_uses_the_same_growth_unit_as_the_json(traces):
     p = run_genesis_mem("oom", "--trace", traces["growth"].path, "--speed", "max", "--duration", "0",
                         "--capacity", "8GiB", "-q")
     assert p.returncode == 0, p.stderr
-    assert "growing 8.00 MB/s" in p.stdout  # 8 MiB/s; "MB" is 2^20 bytes throughout
+    assert "peaks growing 8.00 MiB/s" in p.stdout  # the JSON's growth_rate_mb_per_sec is in MiB (2^20 bytes) too
 
 
 def test_oom_low_risk_on_steady_job(traces):

@@ -157,6 +157,11 @@ void MemoryDebugger::sample_round(std::uint64_t round, bool last,
   }
 }
 
+namespace {
+// Identical samples in a row beyond which an idle stretch is skipped (see run()).
+constexpr std::uint64_t kMaxIdleTicks = 1000;
+}  // namespace
+
 void MemoryDebugger::run() {
   const std::uint64_t cpu_start = thread_cpu_ns();
   try {
@@ -178,9 +183,13 @@ void MemoryDebugger::run() {
       if (following <= now) following = add(following, ((now - following) / interval_ns + 1) * interval_ns);  // fell behind: skip missed ticks
       // Nothing changes until the source's next change and reaching it costs
       // no waiting (a trace at max speed): the ticks before it would all be
-      // the same sample, so only the last of them is taken.
+      // the same sample. A stretch of more than kMaxIdleTicks of them (a
+      // trace with a gap of days would take hours of samples) is skipped to
+      // its last tick; shorter ones are sampled as usual, so that averages
+      // over samples stay averages over time for the traces people record.
       const std::uint64_t idle = source_.idle_until_ns();
-      if (idle > following) following += (idle - following) / interval_ns * interval_ns;
+      if (idle > following && (idle - following) / interval_ns > kMaxIdleTicks)
+        following += (idle - following) / interval_ns * interval_ns;
       following = std::min(following, end);
       const bool last = !more || stop_.load() || source_.ended() || now >= end;
       // A process that exited has nothing left to sample: its last sample

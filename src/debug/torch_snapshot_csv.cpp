@@ -126,7 +126,7 @@ SnapshotCsvResult write_torch_snapshot_csv(const PickleValue& snapshot, const st
 
 SnapshotCsvResult convert_torch_snapshot_file(const std::string& in, const std::string& out,
                                               const SnapshotCsvOptions& options) {
-  const std::vector<std::uint8_t> data = read_trace_bytes(in, std::size_t{16} << 30);
+  const std::vector<std::uint8_t> data = read_trace_bytes(in, std::size_t{16} << 30, "snapshot");
   if (!looks_like_pickle(data.data(), data.size())) {
     GENESIS_THROW(InvalidArgumentError, in, ": not a PyTorch memory snapshot (expected a pickle of protocol 2 to 5, ",
                   "from torch.cuda.memory._dump_snapshot)",

@@ -244,9 +244,10 @@ constexpr std::size_t kMaxLine = std::size_t{1} << 20;
 
 class InputFile {
  public:
-  explicit InputFile(const std::string& path) : path_(path) {
+  // `what` names the file in messages: "trace", "snapshot".
+  explicit InputFile(const std::string& path, const char* what = "trace") : path_(path), what_(what) {
     plain_ = std::fopen(path.c_str(), "rb");
-    GENESIS_CHECK(plain_ != nullptr, "cannot open trace '", path, "': ", std::strerror(errno));
+    GENESIS_CHECK(plain_ != nullptr, "cannot open ", what_, " '", path, "': ", std::strerror(errno));
     unsigned char magic[2] = {0, 0};
     const std::size_t n = std::fread(magic, 1, 2, plain_);
     gzip_ = n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
@@ -261,14 +262,14 @@ class InputFile {
     }
     std::fclose(plain_);
     plain_ = nullptr;
-    GENESIS_CHECK(seekable, "trace '", path, "' is gzip-compressed data from a pipe, which cannot be read: ",
+    GENESIS_CHECK(seekable, what_, " '", path, "' is gzip-compressed data from a pipe, which cannot be read: ",
                   "pass the file itself, or decompress it on the way (gunzip -c FILE | ...)");
 #if GENESIS_WITH_ZLIB
     gz_ = gzopen(path.c_str(), "rb");
-    GENESIS_CHECK(gz_ != nullptr, "cannot open trace '", path, "': ", std::strerror(errno));
+    GENESIS_CHECK(gz_ != nullptr, "cannot open ", what_, " '", path, "': ", std::strerror(errno));
     gzbuffer(gz_, 256 * 1024);
 #else
-    GENESIS_THROW(InvalidArgumentError, "trace '", path,
+    GENESIS_THROW(InvalidArgumentError, what_, " '", path,
                   "' is gzip-compressed, but this Genesis was built without zlib: "
                   "install zlib1g-dev and rebuild, or gunzip the file");
 #endif
@@ -295,7 +296,7 @@ class InputFile {
         return k;
       }
       const std::size_t got = std::fread(buf, 1, n, plain_);
-      GENESIS_CHECK(got > 0 || !std::ferror(plain_), "error reading trace '", path_, "' after line ", lines, ": ",
+      GENESIS_CHECK(got > 0 || !std::ferror(plain_), "error reading ", what_, " '", path_, "' after line ", lines, ": ",
                     std::strerror(errno));
       return got;
     }
@@ -310,10 +311,10 @@ class InputFile {
     // (not -1), so the error is checked on every read, not only on -1.
     if (got < 0 || (got == 0 && err != Z_OK)) {
       if (err == Z_BUF_ERROR) {
-        GENESIS_THROW(InvalidArgumentError, "trace '", path_, "': the gzip data ends early after line ", lines,
+        GENESIS_THROW(InvalidArgumentError, what_, " '", path_, "': the gzip data ends early after line ", lines,
                       " (truncated file?): ", msg);
       }
-      GENESIS_THROW(InvalidArgumentError, "trace '", path_, "': corrupt gzip data after line ", lines, ": ",
+      GENESIS_THROW(InvalidArgumentError, what_, " '", path_, "': corrupt gzip data after line ", lines, ": ",
                     err == Z_ERRNO ? std::strerror(errno) : msg);
     }
     return static_cast<std::size_t>(got);
@@ -327,6 +328,7 @@ class InputFile {
 
  private:
   std::string path_;
+  const char* what_;
   std::FILE* plain_ = nullptr;
   std::string prefix_;  // bytes of a pipe read before the data (the magic test)
   bool gzip_ = false;
@@ -747,8 +749,8 @@ Trace read_trace(const std::string& path) {
   return parser.finish();
 }
 
-std::vector<std::uint8_t> read_trace_bytes(const std::string& path, std::size_t max_bytes) {
-  InputFile in(path);
+std::vector<std::uint8_t> read_trace_bytes(const std::string& path, std::size_t max_bytes, const char* what) {
+  InputFile in(path, what);
   std::vector<std::uint8_t> data;
   while (true) {
     const std::size_t have = data.size();

@@ -172,9 +172,11 @@ int run_interactive(const InteractiveArgs& args) {
   while (running && !stop.load()) {
     if (!paused) {
       next += step;
-      // A trace at max speed skips the frames of an idle gap, which would
-      // all be the same (MemorySource::idle_until_ns).
-      if (const std::uint64_t idle = source->idle_until_ns(); idle > next) next += (idle - next) / step * step;
+      // A trace at max speed skips the frames of a long idle gap, which
+      // would all be the same (MemorySource::idle_until_ns), as the
+      // watching commands do past a thousand intervals.
+      if (const std::uint64_t idle = source->idle_until_ns(); idle > next && (idle - next) / step > 1000)
+        next += (idle - next) / step * step;
       const bool more = source->advance_to(next, stop);
       for (const debug::SourceDevice& d : devices) {
         DeviceView& v = views.at(d.id);

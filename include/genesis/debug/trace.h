@@ -248,8 +248,10 @@ void write_trace(const std::string& path, const std::vector<memory::MemoryEvent>
 /// The bytes of a file as read_trace() sees them: gzip-compressed files are
 /// decompressed, and a pipe (/dev/stdin) is read to its end. At most
 /// `max_bytes` (InvalidArgumentError beyond, naming the file). Throws as
-/// read_trace() does for a file that cannot be opened or corrupt gzip data.
-std::vector<std::uint8_t> read_trace_bytes(const std::string& path, std::size_t max_bytes);
+/// read_trace() does for a file that cannot be opened or corrupt gzip data;
+/// `what` names the file in those messages ("cannot open snapshot '...'").
+std::vector<std::uint8_t> read_trace_bytes(const std::string& path, std::size_t max_bytes,
+                                           const char* what = "trace");
 
 /// True when Genesis was built with zlib (gzip traces can be read and written).
 bool trace_gzip_supported() noexcept;
