@@ -17,9 +17,10 @@ sizes add up to total_size, and the web page computes each block's address
 by adding sizes): {address, size, requested_size, state, frames} with state
 "active_allocated", "active_pending_free" (freed, waiting for work on
 another stream) or "inactive". An expandable segment is a reserved address
-range far larger than what is mapped; it is described up to the end of its
-last live block or its mapped bytes, whichever is further, so that its size
-is memory and not address space.
+range far larger than what is mapped, with unmapped holes where pages were
+given back; as PyTorch does, each run of mapped pages is a segment of its
+own, so that the segments add up to the reserved memory and not to address
+space (a free block across a hole shows as inactive on both sides).
 
 entry: action ("alloc", "free_requested", "free_completed", "segment_alloc",
 "segment_free", "segment_map", "segment_unmap", "oom"), addr (for "oom":
@@ -82,31 +83,28 @@ def device_index(allocator):
     return int(tail) if tail.isdigit() else 0
 
 
-def _extent(seg):
-    """Bytes of a segment that the snapshot describes (Note [PyTorch snapshots])."""
+def _pieces(seg):
+    """The [start, stop) ranges of a segment that hold memory (Note [PyTorch
+    snapshots]): a classic segment whole, an expandable one as its runs of
+    mapped pages."""
     if not seg["expandable"]:
-        return seg["total_size"]
-    end = 0
-    for b in seg["blocks"]:
-        if b["state"] in _STATES:
-            end = b["address"] + b["size"] - seg["address"]
-    return min(seg["total_size"], max(end, seg["mapped_bytes"]))
+        return [(seg["address"], seg["address"] + seg["total_size"])]
+    return [(int(addr), int(addr) + int(n)) for addr, n in seg.get("mapped_ranges", ())]
 
 
-def _segment(device, seg, site_of, frames):
-    extent = _extent(seg)
-    start = seg["address"]
-    stop = start + extent
+def _segment(device, seg, piece, site_of, frames):
+    start, stop = piece
     blocks = []
     allocated = active = requested = 0
     addr = start
     for b in sorted(seg["blocks"], key=lambda b: b["address"]):
-        if b["address"] >= stop:
-            break
-        if b["address"] > addr:  # never expected: keep the tiling exact anyway
-            blocks.append({"address": addr, "size": b["address"] - addr, "requested_size": 0,
+        lo, hi = max(b["address"], start), min(b["address"] + b["size"], stop)
+        if hi <= lo:
+            continue
+        if lo > addr:  # never expected: keep the tiling exact anyway
+            blocks.append({"address": addr, "size": lo - addr, "requested_size": 0,
                            "state": "inactive", "frames": frames("")})
-        size = min(b["size"], stop - b["address"])
+        size = hi - lo
         state = _STATES.get(b["state"], "inactive")
         req = min(b["requested_size"], size) if state != "inactive" else 0
         if state == "active_allocated":
@@ -114,14 +112,14 @@ def _segment(device, seg, site_of, frames):
             requested += req
         if state != "inactive":
             active += size
-        blocks.append({"address": b["address"], "size": size, "requested_size": req, "state": state,
+        blocks.append({"address": lo, "size": size, "requested_size": req, "state": state,
                        "frames": frames(site_of.get(b["address"], "")) if state != "inactive" else frames("")})
-        addr = b["address"] + size
+        addr = hi
     if addr < stop:
         blocks.append({"address": addr, "size": stop - addr, "requested_size": 0, "state": "inactive",
                        "frames": frames("")})
     return {
-        "device": device, "address": start, "total_size": extent, "allocated_size": allocated,
+        "device": device, "address": start, "total_size": stop - start, "allocated_size": allocated,
         "active_size": active, "requested_size": requested, "stream": int(seg["stream"]),
         "segment_type": "small" if seg["pool"] == "small" else "large", "segment_pool_id": (0, 0),
         "is_expandable": bool(seg["expandable"]), "frames": frames(""), "blocks": blocks,
@@ -179,7 +177,7 @@ def build(allocators, max_entries=None, skip_actions=(), settings=None):
         site_of = {x["address"]: x["location"] for x in a.large_allocations(0)}
         ranges = []
         for seg in raw_segments:
-            segments.append(_segment(dev, seg, site_of, frames))
+            segments.extend(_segment(dev, seg, piece, site_of, frames) for piece in _pieces(seg))
             if seg["expandable"]:
                 expandable = True
                 ranges.append((seg["address"], seg["address"] + seg["size"]))
@@ -209,9 +207,10 @@ def add_pools(snapshot, views):
     for v in views:
         site_of = {x["address"]: x["location"] for x in v["allocations"]}
         for seg in v["segments"]:
-            d = _segment(int(v["device"]), seg, site_of, frames)
-            d["segment_pool_id"] = tuple(int(x) for x in v["id"])
-            snapshot["segments"].append(d)
+            for piece in _pieces(seg):
+                d = _segment(int(v["device"]), seg, piece, site_of, frames)
+                d["segment_pool_id"] = tuple(int(x) for x in v["id"])
+                snapshot["segments"].append(d)
         while len(snapshot["device_traces"]) <= int(v["device"]):
             snapshot["device_traces"].append([])
     return snapshot

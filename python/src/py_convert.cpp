@@ -129,6 +129,9 @@ py::list snapshot_to_list(const std::vector<memory::SegmentInfo>& segments) {
     sd["allocated_size"] = seg.allocated_bytes;
     sd["expandable"] = seg.expandable;
     sd["mapped_bytes"] = seg.mapped_bytes;
+    py::list ranges;
+    for (const auto& [addr, bytes] : seg.mapped_ranges) ranges.append(py::make_tuple(addr, bytes));
+    sd["mapped_ranges"] = std::move(ranges);
     sd["blocks"] = std::move(blocks);
     out.append(std::move(sd));
   }

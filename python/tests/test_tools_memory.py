@@ -177,6 +177,39 @@ def test_leak_detector_tracks_python_sites():
         sim.free(p)
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_callback_that_raises_type_error_is_called_once_with_both_arguments(traces):
+    info = traces["growth"]
+    seen, plain = [], []
+
+    def strict(device, prediction):
+        seen.append((device, prediction))
+        raise TypeError("the callback's own error")
+
+    det = OOMDetector(threshold=85, warning_callback=strict, sampling_interval=0.1,
+                      source=Trace(info.path, speed="max", capacity=4400 * MiB))
+    det.add_warning_callback(lambda device, prediction: plain.append(device))
+    run_to_end(det)
+    assert plain, "no warning on a job that runs out of memory in under two minutes"
+    assert len(seen) == len(plain)
+    assert all(device == "0" and isinstance(p, OOMPrediction) for device, p in seen)
+
+
+def test_tracking_gives_back_the_capture_state_it_found():
+    from genesis import _C
+
+    before = _C.capture_locations()
+    _C.set_capture_locations(True)  # a program that debugs memory itself
+    try:
+        det = MemoryLeakDetector(enable_tracking=True, sampling_interval=0.05,
+                                 source=SimulatedAllocator("1GB", index=5))
+        det.start_monitoring()
+        det.stop_monitoring()
+        assert _C.capture_locations() is True
+    finally:
+        _C.set_capture_locations(before)
+
+
 def test_tracking_is_off_after_stop():
     from genesis import _C
 

@@ -197,6 +197,28 @@ def test_expandable_segments_are_described_by_what_they_map():
         gmem._record_memory_history(enabled=None, device=sim)
 
 
+def test_expandable_segments_with_holes_list_only_their_mapped_runs():
+    # Pages given back leave holes: PyTorch lists each mapped run as a
+    # segment, and the segments add up to the reserved memory.
+    sim = SimulatedAllocator(1 << 30, index=0, expandable=True)
+    a = sim.allocate(40 * MiB)
+    b = sim.allocate(3 * MiB)
+    c = sim.allocate(5 * MiB)
+    sim.free(a)
+    sim.empty_cache()
+    s = gmem._snapshot(sim)
+    check_snapshot(s)
+    assert sum(seg["total_size"] for seg in s["segments"]) == sim.memory_reserved()
+    live = sorted(blk["size"] for seg in s["segments"] for blk in seg["blocks"]
+                  if blk["state"] == "active_allocated")
+    assert live == [3 * MiB, 5 * MiB]
+    for seg in s["segments"]:
+        assert seg["blocks"][0]["address"] == seg["address"]
+        assert sum(blk["size"] for blk in seg["blocks"]) == seg["total_size"]
+    sim.free(b)
+    sim.free(c)
+
+
 def test_the_dump_is_a_pickle_the_web_page_can_read(recorded, tmp_path):
     sim, _ = recorded
     path = tmp_path / "snap.pickle"

@@ -137,6 +137,19 @@ std::vector<SegmentInfo> detail::Arena::snapshot_arena() const {  // mutex_ held
     si.stream = seg->stream;
     si.expandable = seg->expandable;
     si.mapped_bytes = seg->expandable ? seg->mapped_bytes : seg->size;
+    if (seg->expandable) {
+      const std::size_t page = expandable_.page_size();
+      for (std::size_t i = 0; i < seg->mapped_limit;) {
+        if (seg->mapped[i] == 0) {
+          ++i;
+          continue;
+        }
+        std::size_t j = i;
+        while (j < seg->mapped_limit && seg->mapped[j] != 0) ++j;
+        si.mapped_ranges.emplace_back(seg->addr + i * page, (j - i) * page);
+        i = j;
+      }
+    }
     for (const Block* b = seg->first; b != nullptr; b = b->next) {
       BlockInfo bi;
       bi.address = b->addr;

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "genesis/memory/upstream.h"
@@ -94,6 +95,10 @@ struct SegmentInfo {
   /// `mapped_bytes` the physical memory behind it (what counts as reserved).
   bool expandable = false;
   std::size_t mapped_bytes = 0;
+  /// Expandable segments: the runs of mapped pages, [address, address +
+  /// bytes), in address order (classic segments: empty). Memory is only
+  /// there; PyTorch's snapshots list each run as a segment of its own.
+  std::vector<std::pair<std::uintptr_t, std::size_t>> mapped_ranges;
   std::vector<BlockInfo> blocks;
 };
 

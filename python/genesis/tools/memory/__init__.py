@@ -19,6 +19,7 @@ genesis.device / a list of them. ``python -m genesis.tools.memory`` runs the
 """
 
 import enum
+import inspect
 import json
 import os
 import threading
@@ -180,12 +181,20 @@ class _Tool:
 
     def _warn(self, device, raw):
         prediction = OOMPrediction(raw)
+        # Every callback hears the warning even when one fails; the first
+        # failure is then raised (Python reports it as unraisable: it comes
+        # from the sampling thread).
+        error = None
         for fn in list(self._callbacks):
             try:
-                fn(device, prediction)
-            except TypeError:
-                # The one-argument form of the callback (prediction only).
-                fn(prediction)
+                if _takes_one_argument(fn):
+                    fn(prediction)
+                else:
+                    fn(device, prediction)
+            except Exception as e:  # noqa: BLE001 - re-raised below
+                error = error or e
+        if error is not None:
+            raise error
 
     def start_monitoring(self):
         """Starts sampling in the background (a fresh run each time)."""
@@ -336,13 +345,20 @@ class MemoryLeakDetector(_Tool):
                          leak_threshold=_positive(threshold_mb_per_min, "leak threshold (MB per minute)"),
                          leak_window=_positive(window, "leak window (seconds)"), tracking=True)
         self._tracking = False
+        self._capture_before = None  # the process's site capture before tracking switched it on
         if enable_tracking:
             self.enable_tracking()
 
     def enable_tracking(self, enabled=True):
         """Records the Python call stack of each allocation made through
-        Genesis (several frames deep), so reports name the lines that leak."""
-        _C.set_capture_locations(bool(enabled))
+        Genesis (several frames deep), so reports name the lines that leak.
+        Turning it off gives site capture back the state it had before (a
+        program that debugs memory itself keeps its sites)."""
+        if enabled and not self._tracking:
+            self._capture_before = _C.capture_locations()
+            _C.set_capture_locations(True)
+        elif not enabled and self._tracking:
+            _C.set_capture_locations(bool(self._capture_before))
         self._tracking = bool(enabled)
 
     def check(self):
@@ -365,6 +381,20 @@ class MemoryLeakDetector(_Tool):
         if self._tracking:
             self.enable_tracking(False)
         return self
+
+
+def _takes_one_argument(fn):
+    """True for a warning callback written as fn(prediction) rather than
+    fn(device, prediction), judged from its signature once per call, not
+    by calling it and catching TypeError (which its own body may raise)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # no signature (some builtins): the documented two-argument form
+        return False
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) == 1
 
 
 class FragmentationAnalyzer(_Tool):
@@ -398,9 +428,11 @@ class MemoryDebugger(_Tool):
                          leak_threshold=_positive(leak_threshold_mb_per_min, "leak threshold (MB per minute)"),
                          leak_window=_positive(leak_window, "leak window (seconds)"))
         if warning_callback is not None:
-            self._callbacks.append(warning_callback)
+            self.add_warning_callback(warning_callback)
 
     def add_warning_callback(self, fn):
+        if not callable(fn):
+            raise TypeError("warning callback must be callable")
         self._callbacks.append(fn)
 
     def get_status_report(self):
