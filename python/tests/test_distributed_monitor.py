@@ -323,6 +323,8 @@ def test_python_monitor_and_in_process_endpoint(tmp_path):
             assert st["nodes"][0]["devices"][0]["allocated"] == 300 * MiB
             assert metric_value(master.metrics(), "genesis_node_up", node="py") == 1
             assert worker.metrics_endpoint == ""  # no metrics_port: nothing to list
+            # The worker's count is live, not only known once it stops.
+            assert wait_for(lambda: worker.reports_sent >= 2, 5, "a live count of reports")
             assert wait_for(lambda: sd_file.read_text() == "[]\n", 3, "SD file")
         master.write_report(tmp_path / "r.json")
         assert json.loads((tmp_path / "r.json").read_text())["nodes"][0]["node"] == "py"

@@ -103,6 +103,8 @@ def test_shape_none_offset_and_errors(tmp_path):
         genesis.MappedStorage(path, (11,), genesis.int32)  # longer than the file
     with pytest.raises(ValueError):
         genesis.MappedStorage(tmp_path / "missing.bin", (1,), genesis.int32)
+    with pytest.raises(ValueError, match="not a regular file \\(a directory\\)"):
+        genesis.MappedStorage(tmp_path, (1,), genesis.int32, mode="r")
     with pytest.raises(ValueError, match="mode"):
         genesis.MappedStorage(path, (1,), genesis.int32, mode="x")
     with pytest.raises(ValueError):

@@ -116,7 +116,7 @@ void DistributedWorker::start() {
     const std::string endpoint = endpoint_;
     try {
       sent_ = run_worker(*collector_, config_.report, reporting,
-                         [&endpoint](NodeFigures& n) { n.metrics_endpoint = endpoint; }, log_);
+                         [&endpoint](NodeFigures& n) { n.metrics_endpoint = endpoint; }, log_, &sent_);
     } catch (const std::exception& e) {
       if (log_) log_(std::string("worker stopped: ") + e.what());
       reporting.store(true);

@@ -78,7 +78,8 @@ double backoff_seconds(const WorkerOptions& o, int failures, double unit) {
 
 std::uint64_t run_worker(const FiguresCollector& collector, const WorkerOptions& options, const StopFlag& stop,
                          const std::function<void(NodeFigures&)>& extra,
-                         const std::function<void(const std::string&)>& log) {
+                         const std::function<void(const std::string&)>& log,
+                         std::atomic<std::uint64_t>* sent_count) {
   ReportClient client(options);
   std::mt19937_64 rng{std::random_device{}()};
   std::uniform_real_distribution<double> unit(0.0, 1.0);
@@ -102,6 +103,7 @@ std::uint64_t run_worker(const FiguresCollector& collector, const WorkerOptions&
       failures = 0;
       last_error.clear();
       ++sent;
+      if (sent_count != nullptr) sent_count->store(sent);
       sleep_until_stop(options.interval_s);
       continue;
     }

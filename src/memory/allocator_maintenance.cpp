@@ -223,9 +223,13 @@ void detail::Arena::throw_oom(std::size_t bytes, StreamId stream, const std::str
   msg += "  Genesis: " + format_bytes(allocated) + " allocated, " + format_bytes(reserved) + " reserved, " +
          format_bytes(reserved - std::min(reserved, allocated)) + " cached; largest free cached block " +
          format_bytes(s.largest_free_block) + "; fragmentation " + frag + "%.\n";
-  if (memory_limit_ != SIZE_MAX)
-    msg += "  Limit: memory_fraction " + std::to_string(options_.memory_fraction).substr(0, 4) + " caps reserved at " +
-           format_bytes(memory_limit_) + ".\n";
+  if (memory_limit_ != SIZE_MAX) {
+    // Significant digits, not decimals: a fraction of 0.0004 is not "0.00".
+    char fraction[32];
+    std::snprintf(fraction, sizeof fraction, "%.4g", options_.memory_fraction);
+    msg += std::string("  Limit: memory_fraction ") + fraction + " caps reserved at " + format_bytes(memory_limit_) +
+           ".\n";
+  }
   msg += "  Try: free tensors you no longer need (del) or reduce the batch size";
   if (memory_limit_ != SIZE_MAX) msg += "; raise set_memory_fraction()";
   if (reserved > allocated && s.largest_free_block < bytes)

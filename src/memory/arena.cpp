@@ -767,9 +767,15 @@ Block* detail::Arena::grow(PoolId pool, std::size_t rounded, StreamId stream, st
       p = try_upstream(seg_size);
     }
     if (p == nullptr) {
+      // The request itself may be small: what failed is the segment it
+      // needed, which the message names.
+      const std::string segment = "a new segment of " + genesis::detail::format_bytes(seg_size) + " (" +
+                                  (pool == detail::kSmallPool ? "small requests share 2 MiB segments"
+                                                              : "the smallest segment that holds it") +
+                                  ")";
       throw_oom(bytes, stream,
-                capped ? "the memory fraction cap (set_memory_fraction) would be exceeded"
-                       : "the upstream has no contiguous range of that size left");
+                capped ? segment + " would take reserved memory past the memory fraction cap (set_memory_fraction)"
+                       : segment + " was needed and the upstream has no contiguous range of that size left");
     }
   }
 

@@ -574,9 +574,12 @@ void ExpandableSegments::map_chunk(Arena& a, Block* b, std::size_t bytes, std::s
       if (!capped) ++a.stats_.counters.num_upstream_failures;
       const StreamId stream = b->stream;
       a.pool_.give_back(b);  // the request fails; pages mapped so far are free cache
+      // Pages are mapped whole: name them, since the request may be smaller.
+      const std::string pages = genesis::detail::format_bytes(run) + " of pages (" + std::to_string(j - i) + " x " +
+                                genesis::detail::format_bytes(page_size_) + ") had to be mapped for it";
       a.throw_oom(bytes, stream,
-                capped ? "the memory fraction cap (set_memory_fraction) would be exceeded"
-                       : "the device has no free physical memory for the pages this block needs");
+                capped ? pages + ", which would take reserved memory past the memory fraction cap (set_memory_fraction)"
+                       : pages + " and the device has no free physical memory for them");
     }
   }
   std::fill(seg->mapped.begin() + static_cast<std::ptrdiff_t>(i), seg->mapped.begin() + static_cast<std::ptrdiff_t>(j),

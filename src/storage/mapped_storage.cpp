@@ -53,6 +53,12 @@ MappedStorage::MappedStorage(std::string filename, std::vector<int64_t> shape, D
     if (::fstat(fd, &st) != 0) {
       fail(genesis::detail::str_cat("MappedStorage: fstat('", filename_, "') failed: ", std::strerror(errno)));
     }
+    // Only a regular file maps as data: a directory's size is not its
+    // contents (mmap then fails with an unhelpful "No such device").
+    if (!S_ISREG(st.st_mode)) {
+      fail(genesis::detail::str_cat("MappedStorage: '", filename_, "' is not a regular file",
+                                    S_ISDIR(st.st_mode) ? " (a directory)" : "", "; expected a file to map"));
+    }
     // Touching a mapped page past the end of the file raises SIGBUS, so a
     // short file must be refused up front.
     if (static_cast<std::size_t>(st.st_size) < end) {

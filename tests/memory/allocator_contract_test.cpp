@@ -238,9 +238,16 @@ TEST_F(SimulatedControlsTest, MemoryFractionCapsReserved) {
   EXPECT_EQ(a.stats().memory_limit, 50 * MiB);
   void* p = a.allocate(30 * MiB);
   const std::string msg = oom_message(30 * MiB);
-  for (const char* needle : {"memory fraction", "memory_fraction 0.50", "caps reserved at 50.00 MiB",
+  for (const char* needle : {"memory fraction", "memory_fraction 0.5 caps reserved at 50.00 MiB",
                              "raise set_memory_fraction()"})
     EXPECT_NE(msg.find(needle), std::string::npos) << "'" << needle << "' not in:\n" << msg;
+  // A small fraction keeps its digits, and the message names what did not
+  // fit: the segment a small request needs, not the request.
+  a.set_memory_fraction(0.0004);
+  const std::string small = oom_message(1024);
+  for (const char* needle : {"memory_fraction 0.0004", "tried to allocate 1.00 KiB", "a new segment of 2.00 MiB"})
+    EXPECT_NE(small.find(needle), std::string::npos) << "'" << needle << "' not in:\n" << small;
+  a.set_memory_fraction(0.5);
   EXPECT_LE(a.stats().reserved_bytes[kStatAggregate].current, static_cast<std::int64_t>(50 * MiB));
   void* q = a.allocate(16 * MiB);  // 46 MiB reserved: fits
   // 4 MiB would take a 20 MiB segment; under the cap the allocator takes

@@ -22,6 +22,7 @@
 // (Note [Node reports]), so a restarted master is whole again.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -102,9 +103,11 @@ double backoff_seconds(const WorkerOptions& options, int failures, double unit);
 /// Reports `collector`'s figures to the master every interval until `stop`
 /// (Note [Worker backoff]); `extra` fills in what the collector does not
 /// know (the metrics endpoint). `log` gets one line per change of
-/// connection state. Returns the number of reports that got through.
+/// connection state. Returns the number of reports that got through; `sent`,
+/// when given, holds that count while it runs (a live figure for callers).
 std::uint64_t run_worker(const FiguresCollector& collector, const WorkerOptions& options, const StopFlag& stop,
                          const std::function<void(NodeFigures&)>& extra,
-                         const std::function<void(const std::string&)>& log);
+                         const std::function<void(const std::string&)>& log,
+                         std::atomic<std::uint64_t>* sent = nullptr);
 
 }  // namespace genesis::debug
