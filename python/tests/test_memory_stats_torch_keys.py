@@ -82,3 +82,102 @@ def test_retries_and_ooms_are_counted_as_pytorch_does(sim):
         sim.allocate(1 << 30)
     assert sim.memory_stats()["num_ooms"] == 1
     sim.free(q)
+
+
+# Every per-pool statistic in memory_stats(), PyTorch's names and Genesis's
+# own (cached_bytes): each has the four fields.
+ALL_ARRAYS = ARRAYS + ("cached_bytes",)
+
+
+def _totals(s):
+    return {f"{a}.{p}": (s[f"{a}.{p}.current"], s[f"{a}.{p}.allocated"], s[f"{a}.{p}.freed"])
+            for a in ALL_ARRAYS for p in POOLS}
+
+
+def _check_totals(s, before, at_reset, step):
+    """allocated and freed never go down, and current - allocated + freed is
+    the value at the last reset (0 for an allocator whose statistics were
+    never reset)."""
+    now = _totals(s)
+    for key, (cur, alloc, freed) in now.items():
+        assert alloc >= before[key][1] and freed >= before[key][2], (step, key, now[key], before[key])
+        assert cur - alloc + freed == at_reset[key][0], (step, key, now[key], at_reset[key])
+    for a in ALL_ARRAYS:
+        for f in ("allocated", "freed"):
+            assert s[f"{a}.all.{f}"] == s[f"{a}.small_pool.{f}"] + s[f"{a}.large_pool.{f}"], (step, a, f)
+    return now
+
+
+@pytest.mark.parametrize("expandable", [False, True])
+@pytest.mark.parametrize("thread_cache", [False, True])
+def test_every_statistic_keeps_running_totals(expandable, thread_cache):
+    sim = SimulatedAllocator(256 * MiB, expandable=expandable, thread_cache=thread_cache)
+    zero = _totals(sim.memory_stats())
+    assert all(v == (0, 0, 0) for v in zero.values())
+    s1 = sim.create_stream()
+    before, at_reset = zero, zero
+
+    def step(name):
+        nonlocal before
+        before = _check_totals(sim.memory_stats(), before, at_reset, name)
+
+    def workload(tag):
+        sizes = [700, 1000, 4096, 70_000, 3 * MiB + 5, 1000, 12 * MiB, 300]
+        first = [sim.allocate(n) for n in sizes]
+        step(f"{tag}: allocated")
+        for p in first[::2]:
+            sim.free(p)
+        step(f"{tag}: every other freed")
+        second = [sim.allocate(n // 2 + 1) for n in sizes]
+        step(f"{tag}: reallocated")
+        pending = sim.allocate(2 * MiB)
+        sim.record_stream(pending, s1)
+        sim.submit_work(s1)
+        sim.free(pending)
+        step(f"{tag}: freed while another stream uses it")
+        with pytest.raises(genesis.OutOfMemoryError):
+            sim.allocate(1 << 30)
+        sim.complete_all()
+        for p in first[1::2] + second:
+            sim.free(p)
+        step(f"{tag}: all freed")
+        sim.empty_cache()
+        step(f"{tag}: empty_cache")
+
+    workload("first")
+    s = sim.memory_stats()
+    # The figures themselves, not only their balance: every byte asked for
+    # was given back, and the segments taken were all released.
+    assert s["requested_bytes.all.allocated"] == s["requested_bytes.all.freed"] > 0
+    assert s["active_bytes.all.allocated"] == s["allocated_bytes.all.allocated"] > 0
+    assert s["active_bytes.all.freed"] == s["active_bytes.all.allocated"]
+    assert s["segment.all.allocated"] == s["segment.all.freed"] > 0
+    assert s["segment.large_pool.allocated"] >= 1 and s["segment.small_pool.allocated"] >= 1
+    if not expandable:
+        # A classic segment is one upstream allocation (an expandable one
+        # maps its pages in several).
+        assert s["segment.all.allocated"] == s["num_device_alloc"]
+        # Expandable segments' free pages are releasable: never split blocks.
+        assert s["inactive_split.all.allocated"] > 0 and s["inactive_split_bytes.all.allocated"] > 0
+    assert s["inactive_split.all.current"] == 0
+    assert s["cached_bytes.all.allocated"] == s["reserved_bytes.all.allocated"] + s["allocated_bytes.all.freed"]
+
+    # Blocks live across the resets; reset_accumulated_memory_stats zeroes
+    # the totals and keeps currents and peaks, as PyTorch's does.
+    live = [sim.allocate(3000), sim.allocate(5 * MiB)]
+    peak = sim.memory_stats()["allocated_bytes.all.peak"]
+    sim.reset_accumulated_memory_stats()
+    s = sim.memory_stats()
+    assert all(s[f"{k}.allocated"] == 0 and s[f"{k}.freed"] == 0 for k in _totals(s)), s
+    assert s["allocated_bytes.all.peak"] == peak and s["allocated_bytes.all.current"] > 0
+    before = at_reset = _totals(s)
+    workload("after reset_accumulated_memory_stats")
+    sim.reset_memory_stats()
+    before = at_reset = _totals(sim.memory_stats())
+    workload("after reset_memory_stats")
+    for p in live:
+        sim.free(p)
+    sim.empty_cache()
+    step("end")
+    s = sim.memory_stats()
+    assert s["allocated_bytes.all.current"] == s["reserved_bytes.all.current"] == 0

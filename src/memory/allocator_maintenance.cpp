@@ -36,7 +36,7 @@ bool detail::Arena::release_other_arenas() {
 
 void detail::Arena::release_segment(Segment* seg) {
   pool_.remove_segment(seg);
-  --stats_.counters.segments[seg->pool];
+  stats_.note_segment_released(seg->pool);
   if (seg->expandable) {
     expandable_.unmap_range(*this, seg, 0, seg->mapped_limit);
     upstream_->release_address_range(seg->addr, seg->size);

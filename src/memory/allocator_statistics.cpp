@@ -24,7 +24,8 @@ namespace genesis::memory::detail {
 struct AllocatorStatistics::Current {
   std::int64_t allocated[3] = {}, requested[3] = {}, reserved[3] = {}, active[3] = {};
   std::int64_t inactive[3] = {}, inactive_count[3] = {}, cached[3] = {}, allocations[3] = {}, segments[3] = {};
-  std::int64_t allocs_cum[3] = {}, frees_cum[3] = {}, total_alloc_cum[3] = {};
+  std::int64_t allocs_cum[3] = {}, frees_cum[3] = {}, total_alloc_cum[3] = {}, req_alloc_cum[3] = {};
+  std::int64_t segments_cum[3] = {}, split_bytes_cum[3] = {}, split_count_cum[3] = {};
   std::int64_t thread_hits_cum = 0;
 };
 
@@ -38,13 +39,14 @@ AllocatorStatistics::Current AllocatorStatistics::current(const std::vector<Thre
                                                           const InactiveSplit& split) const {
   Current c;
   for (int p = 0; p < kNumPools; ++p) {
-    std::int64_t tc_cached = 0, tc_blocks_allocs = 0, tc_frees = 0, tc_req = 0, tc_total = 0;
+    std::int64_t tc_cached = 0, tc_blocks_allocs = 0, tc_frees = 0, tc_req = 0, tc_total = 0, tc_total_req = 0;
     for (const ThreadCache* tc : caches) {
       tc_cached += tc->cached_bytes[p].get();
       tc_blocks_allocs += tc->num_allocs[p].get();
       tc_frees += tc->num_frees[p].get() - tc->frees_folded[p];
       tc_req += tc->requested_delta[p].get();
       tc_total += tc->total_allocated[p].get();
+      tc_total_req += tc->total_requested[p].get();
     }
     // Allocations served by a thread cache are all hits, including those of
     // threads that exited (folded into retired_allocs_ by retire()): without
@@ -64,9 +66,14 @@ AllocatorStatistics::Current AllocatorStatistics::current(const std::vector<Thre
     c.frees_cum[i] = counters.num_frees[p] + tc_frees + retired_frees_[p];
     c.allocations[i] = c.allocs_cum[i] - c.frees_cum[i];
     c.total_alloc_cum[i] = counters.total_allocated[p] + tc_total + retired_total_allocated_[p];
+    c.req_alloc_cum[i] = counters.requested_allocated[p] + tc_total_req + retired_total_requested_[p];
+    c.segments_cum[i] = counters.segments_allocated[p];
+    c.split_bytes_cum[i] = split.bytes_added[p];
+    c.split_count_cum[i] = split.count_added[p];
   }
   for (auto* v : {&c.allocated, &c.requested, &c.reserved, &c.active, &c.inactive, &c.inactive_count, &c.cached,
-                  &c.allocations, &c.segments, &c.allocs_cum, &c.frees_cum, &c.total_alloc_cum})
+                  &c.allocations, &c.segments, &c.allocs_cum, &c.frees_cum, &c.total_alloc_cum, &c.req_alloc_cum,
+                  &c.segments_cum, &c.split_bytes_cum, &c.split_count_cum})
     fill_aggregate(*v);
   return c;
 }
@@ -93,6 +100,7 @@ void AllocatorStatistics::retire(const ThreadCache& tc, const std::vector<Thread
     live_folded_[p] -= tc.frees_folded[p];  // now in the retired counts
     retired_requested_[p] += tc.requested_delta[p].get();
     retired_total_allocated_[p] += tc.total_allocated[p].get();
+    retired_total_requested_[p] += tc.total_requested[p].get();
   }
   for (int i = 0; i < 3; ++i) {
     peaks_.allocated[i] = std::max(peaks_.allocated[i], tc.peak_candidate[i].get());
@@ -124,12 +132,19 @@ MemoryStats AllocatorStatistics::report(const std::vector<ThreadCache*>& caches,
       st.current = cur;
       st.peak = std::max(peak, cur);
     };
+    // Note [Running totals]: what was taken away since the reset is what
+    // was added minus how far the current value moved.
+    auto derive = [](Stat& st, std::int64_t added, std::int64_t current_at_reset) {
+      st.freed = added - (st.current - current_at_reset);
+      st.allocated = added;
+    };
     set(s.allocated_bytes[i], c.allocated[i], peak_alloc[i]);
-    s.allocated_bytes[i].allocated = c.total_alloc_cum[i] - baseline_.total_allocated[i];
-    s.allocated_bytes[i].freed = s.allocated_bytes[i].allocated - (c.allocated[i] - baseline_.allocated_bytes[i]);
+    derive(s.allocated_bytes[i], c.total_alloc_cum[i] - baseline_.total_allocated[i], baseline_.allocated_bytes[i]);
     // No block holds more requested bytes than its size, so the allocated
     // peak bounds the requested one: the tighter of the two upper bounds.
     set(s.requested_bytes[i], c.requested[i], std::min(peaks_.requested[i], s.allocated_bytes[i].peak));
+    derive(s.requested_bytes[i], c.req_alloc_cum[i] - baseline_.requested_allocated[i],
+           baseline_.requested_current[i]);
     set(s.reserved_bytes[i], c.reserved[i], peaks_.reserved[i]);
     const std::int64_t ra = i == 0 ? counters.reserved_allocated[0] + counters.reserved_allocated[1]
                                    : counters.reserved_allocated[i - 1];
@@ -138,13 +153,21 @@ MemoryStats AllocatorStatistics::report(const std::vector<ThreadCache*>& caches,
     s.reserved_bytes[i].allocated = ra - baseline_.reserved_allocated[i];
     s.reserved_bytes[i].freed = rf - baseline_.reserved_freed[i];
     set(s.active_bytes[i], c.active[i], std::max(peaks_.active[i], peak_alloc[i]));
+    derive(s.active_bytes[i], s.allocated_bytes[i].allocated, baseline_.active_current[i]);
     set(s.inactive_split_bytes[i], c.inactive[i], peaks_.inactive_split[i]);
+    derive(s.inactive_split_bytes[i], c.split_bytes_cum[i] - baseline_.split_bytes_added[i],
+           baseline_.split_bytes_current[i]);
     set(s.cached_bytes[i], c.cached[i], peaks_.cached[i]);
+    s.cached_bytes[i].allocated = s.reserved_bytes[i].allocated + s.allocated_bytes[i].freed;
+    s.cached_bytes[i].freed = s.reserved_bytes[i].freed + s.allocated_bytes[i].allocated;
     set(s.allocation_count[i], c.allocations[i], peaks_.allocations[i]);
     s.allocation_count[i].allocated = c.allocs_cum[i] - baseline_.allocs[i];
     s.allocation_count[i].freed = c.frees_cum[i] - baseline_.frees[i];
     set(s.segment_count[i], c.segments[i], peaks_.segments[i]);
+    derive(s.segment_count[i], c.segments_cum[i] - baseline_.segments_allocated[i], baseline_.segments_current[i]);
     set(s.inactive_split_count[i], c.inactive_count[i], c.inactive_count[i]);
+    derive(s.inactive_split_count[i], c.split_count_cum[i] - baseline_.split_count_added[i],
+           baseline_.split_count_current[i]);
   }
   s.num_allocs = c.allocs_cum[0] - baseline_.num_allocs;
   s.num_frees = c.frees_cum[0] - baseline_.num_frees;
@@ -203,6 +226,15 @@ void AllocatorStatistics::reset(const std::vector<ThreadCache*>& caches, const I
                                              : counters.reserved_allocated[i - 1];
     baseline_.reserved_freed[i] =
         i == 0 ? counters.reserved_freed[0] + counters.reserved_freed[1] : counters.reserved_freed[i - 1];
+    baseline_.requested_allocated[i] = c.req_alloc_cum[i];
+    baseline_.requested_current[i] = c.requested[i];
+    baseline_.active_current[i] = c.active[i];
+    baseline_.segments_allocated[i] = c.segments_cum[i];
+    baseline_.segments_current[i] = c.segments[i];
+    baseline_.split_bytes_added[i] = c.split_bytes_cum[i];
+    baseline_.split_bytes_current[i] = c.inactive[i];
+    baseline_.split_count_added[i] = c.split_count_cum[i];
+    baseline_.split_count_current[i] = c.inactive_count[i];
   }
   if (peaks) reset_peaks(caches, split);
 }

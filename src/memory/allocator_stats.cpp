@@ -71,36 +71,37 @@ std::string CachingAllocator::memory_summary() const {
   std::snprintf(line, sizeof line, "| %-26s | %10s | %10s | %10s | %10s |\n", "Metric", "Cur Usage", "Peak Usage",
                 "Tot Alloc", "Tot Freed");
   os << line << rule;
-  auto bytes_rows = [&](const char* name, const StatArray& a, bool totals) {
+  auto bytes_rows = [&](const char* name, const StatArray& a) {
     static const char* sub[3] = {"", "  from small pool", "  from large pool"};
     for (int i = 0; i < 3; ++i) {
       std::string label = i == 0 ? std::string(name) : std::string(sub[i]);
       std::snprintf(line, sizeof line, "| %-26s | %10s | %10s | %10s | %10s |\n", label.c_str(),
                     fmt_bytes_cell(a[i].current).c_str(), fmt_bytes_cell(a[i].peak).c_str(),
-                    totals ? fmt_bytes_cell(a[i].allocated).c_str() : "", totals ? fmt_bytes_cell(a[i].freed).c_str() : "");
+                    fmt_bytes_cell(a[i].allocated).c_str(), fmt_bytes_cell(a[i].freed).c_str());
       os << line;
     }
     os << thin;
   };
-  auto count_rows = [&](const char* name, const StatArray& a, bool totals) {
+  auto count_rows = [&](const char* name, const StatArray& a) {
     static const char* sub[3] = {"", "  from small pool", "  from large pool"};
     for (int i = 0; i < 3; ++i) {
       std::string label = i == 0 ? std::string(name) : std::string(sub[i]);
       std::snprintf(line, sizeof line, "| %-26s | %10lld | %10lld | %10s | %10s |\n", label.c_str(),
                     static_cast<long long>(a[i].current), static_cast<long long>(a[i].peak),
-                    totals ? std::to_string(a[i].allocated).c_str() : "", totals ? std::to_string(a[i].freed).c_str() : "");
+                    std::to_string(a[i].allocated).c_str(), std::to_string(a[i].freed).c_str());
       os << line;
     }
     os << thin;
   };
-  bytes_rows("Allocated memory", s.allocated_bytes, true);
-  bytes_rows("Active memory", s.active_bytes, false);
-  bytes_rows("Requested memory", s.requested_bytes, false);
-  bytes_rows("Reserved memory", s.reserved_bytes, true);
-  bytes_rows("Cached (reserved-alloc)", s.cached_bytes, false);
-  bytes_rows("Non-releasable memory", s.inactive_split_bytes, false);
-  count_rows("Allocations", s.allocation_count, true);
-  count_rows("Segments", s.segment_count, false);
+  bytes_rows("Allocated memory", s.allocated_bytes);
+  bytes_rows("Active memory", s.active_bytes);
+  bytes_rows("Requested memory", s.requested_bytes);
+  bytes_rows("Reserved memory", s.reserved_bytes);
+  bytes_rows("Cached (reserved-alloc)", s.cached_bytes);
+  bytes_rows("Non-releasable memory", s.inactive_split_bytes);
+  count_rows("Allocations", s.allocation_count);
+  count_rows("Segments", s.segment_count);
+  count_rows("Non-releasable allocs", s.inactive_split_count);
   std::snprintf(line, sizeof line, "| %-26s | %46s |\n", "Cache hit rate",
                 (std::to_string(s.cache_hit_rate() * 100.0).substr(0, 6) + " %").c_str());
   os << line;

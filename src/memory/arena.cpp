@@ -784,7 +784,7 @@ Block* detail::Arena::grow(PoolId pool, std::size_t rounded, StreamId stream, st
   add_reserved(pool, static_cast<std::int64_t>(seg_size));
   classic_high_water_ = std::max(classic_high_water_, stats_.reserved_total());
   stats_.counters.reserved_allocated[pool] += static_cast<std::int64_t>(seg_size);
-  ++stats_.counters.segments[pool];
+  stats_.note_segment_added(pool);
   ++stats_.counters.num_upstream_allocs;
   if (events_.on()) {
     record_event(nullptr, EventAction::kSegmentAlloc, seg->addr, seg_size, seg_size, stream, 0, false);

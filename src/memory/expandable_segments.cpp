@@ -267,7 +267,7 @@ Segment* ExpandableSegments::segment_for(Arena& a, PoolId pool, StreamId stream)
   seg->mapped.reserve(64);
   seg->head.reserve(64);
   segments_.push_back(seg);
-  ++a.stats_.counters.segments[pool];
+  a.stats_.note_segment_added(pool);
   return seg;
 }
 

@@ -560,5 +560,227 @@ TEST_F(AllocatorStatsTest, LargeAllocationsWithLocations) {
   EXPECT_TRUE(a->large_allocations(1).empty());
 }
 
+
+// Every statistic keeps PyTorch's running totals: what was added and what
+// was taken away since the last reset. A scripted sequence with the values
+// worked out by hand: one small block in a fresh 2 MiB segment, freed, and
+// the segment released.
+TEST_F(AllocatorStatsTest, RunningTotalsOfEveryStatistic) {
+  auto a = make(/*thread_cache=*/false);
+  void* p = a->allocate(1000);
+  MemoryStats s = a->stats();
+  ExpectTotals("allocated_bytes", s.allocated_bytes[kStatAggregate], K, 0);
+  ExpectTotals("requested_bytes", s.requested_bytes[kStatAggregate], 1000, 0);
+  ExpectTotals("reserved_bytes", s.reserved_bytes[kStatAggregate], 2 * M, 0);
+  ExpectTotals("active_bytes", s.active_bytes[kStatAggregate], K, 0);
+  // The segment's free remainder is a free block beside an allocated one.
+  ExpectTotals("inactive_split_bytes", s.inactive_split_bytes[kStatAggregate], 2 * M - K, 0);
+  ExpectTotals("inactive_split_count", s.inactive_split_count[kStatAggregate], 1, 0);
+  // Cached bytes rose by the segment and fell by the block taken from it.
+  ExpectTotals("cached_bytes", s.cached_bytes[kStatAggregate], 2 * M, K);
+  ExpectTotals("allocation_count", s.allocation_count[kStatAggregate], 1, 0);
+  ExpectTotals("segment_count", s.segment_count[kStatAggregate], 1, 0);
+
+  // The freed block merges with the remainder: no split block is left.
+  a->deallocate(p);
+  s = a->stats();
+  ExpectTotals("allocated_bytes", s.allocated_bytes[kStatAggregate], K, K);
+  ExpectTotals("requested_bytes", s.requested_bytes[kStatAggregate], 1000, 1000);
+  ExpectTotals("active_bytes", s.active_bytes[kStatAggregate], K, K);
+  ExpectTotals("inactive_split_bytes", s.inactive_split_bytes[kStatAggregate], 2 * M - K, 2 * M - K);
+  ExpectTotals("inactive_split_count", s.inactive_split_count[kStatAggregate], 1, 1);
+  ExpectTotals("cached_bytes", s.cached_bytes[kStatAggregate], 2 * M + K, K);
+  ExpectTotals("segment_count", s.segment_count[kStatAggregate], 1, 0);
+
+  a->empty_cache();
+  s = a->stats();
+  ExpectTotals("reserved_bytes", s.reserved_bytes[kStatAggregate], 2 * M, 2 * M);
+  ExpectTotals("cached_bytes", s.cached_bytes[kStatAggregate], 2 * M + K, 2 * M + K);
+  ExpectTotals("segment_count", s.segment_count[kStatAggregate], 1, 1);
+  // All of it in the small pool, none in the large one.
+  EXPECT_EQ(s.requested_bytes[kStatSmallPool].allocated, 1000);
+  EXPECT_EQ(s.segment_count[kStatSmallPool].freed, 1);
+  EXPECT_EQ(s.requested_bytes[kStatLargePool].allocated, 0);
+  EXPECT_EQ(s.segment_count[kStatLargePool].allocated, 0);
+}
+
+// A block freed while another stream still uses it stays active: active
+// bytes are taken away only when that work is done.
+TEST_F(AllocatorStatsTest, ActiveBytesAreTakenAwayWhenTheStreamsAreDone) {
+  auto a = make(/*thread_cache=*/false);
+  const StreamId s1 = sim_->create_stream();
+  void* p = a->allocate(4 * M);
+  a->record_stream(p, s1);
+  sim_->submit_work(s1);
+  a->deallocate(p);
+  MemoryStats s = a->stats();
+  ExpectTotals("allocated_bytes", s.allocated_bytes[kStatAggregate], 4 * M, 4 * M);
+  ExpectTotals("active_bytes", s.active_bytes[kStatAggregate], 4 * M, 0);
+  EXPECT_EQ(s.active_bytes[kStatAggregate].current, 4 * M);
+  sim_->complete_work(s1);
+  a->empty_cache();  // processes the completed event
+  s = a->stats();
+  ExpectTotals("active_bytes", s.active_bytes[kStatAggregate], 4 * M, 4 * M);
+  EXPECT_EQ(s.active_bytes[kStatAggregate].current, 0);
+}
+
+const char* const kStatNames[] = {"allocated_bytes", "requested_bytes", "reserved_bytes",
+                                  "active_bytes",    "inactive_split_bytes", "cached_bytes",
+                                  "allocation_count", "segment_count", "inactive_split_count"};
+
+std::vector<const StatArray*> stat_arrays(const MemoryStats& s) {
+  return {&s.allocated_bytes, &s.requested_bytes,  &s.reserved_bytes,  &s.active_bytes,        &s.inactive_split_bytes,
+          &s.cached_bytes,    &s.allocation_count, &s.segment_count,   &s.inactive_split_count};
+}
+
+// Checks the running totals of every statistic against the previous read
+// and the values at the last reset: both totals only grow, neither is
+// negative, the pools add up to the aggregate, and
+//   current - allocated + freed == current at the reset.
+class TotalsChecker {
+ public:
+  explicit TotalsChecker(const MemoryStats& at_reset) { reset(at_reset); }
+  void reset(const MemoryStats& at_reset) {
+    base_ = at_reset;
+    last_ = at_reset;
+    for (const StatArray* a : stat_arrays(last_))
+      for (int i = 0; i < kNumStatTypes; ++i) {
+        EXPECT_EQ((*a)[i].allocated, 0);
+        EXPECT_EQ((*a)[i].freed, 0);
+      }
+  }
+  void check(const MemoryStats& s, const std::string& step) {
+    const auto now = stat_arrays(s), before = stat_arrays(last_), base = stat_arrays(base_);
+    for (std::size_t k = 0; k < now.size(); ++k) {
+      for (int i = 0; i < kNumStatTypes; ++i) {
+        const Stat& st = (*now[k])[i];
+        const std::string what = step + ": " + kStatNames[k] + "[" + std::to_string(i) + "]";
+        EXPECT_GE(st.allocated, 0) << what;
+        EXPECT_GE(st.freed, 0) << what;
+        EXPECT_GE(st.allocated, (*before[k])[i].allocated) << what << " allocated went down";
+        EXPECT_GE(st.freed, (*before[k])[i].freed) << what << " freed went down";
+        EXPECT_EQ(st.current - st.allocated + st.freed, (*base[k])[i].current) << what;
+      }
+      const StatArray& a = *now[k];
+      EXPECT_EQ(a[kStatAggregate].allocated, a[kStatSmallPool].allocated + a[kStatLargePool].allocated)
+          << step << ": " << kStatNames[k];
+      EXPECT_EQ(a[kStatAggregate].freed, a[kStatSmallPool].freed + a[kStatLargePool].freed)
+          << step << ": " << kStatNames[k];
+    }
+    // Active bytes rise only when a block is allocated.
+    EXPECT_EQ(s.active_bytes[kStatAggregate].allocated, s.allocated_bytes[kStatAggregate].allocated) << step;
+    last_ = s;
+  }
+
+ private:
+  MemoryStats base_, last_;
+};
+
+struct TotalsCase {
+  bool thread_cache;
+  bool expandable;
+};
+
+class RunningTotalsTest : public ::testing::TestWithParam<TotalsCase> {};
+
+// A sequence that moves every statistic (both pools, thread caches, a
+// thread's exit, work on another stream, releases, an out-of-memory error)
+// with the totals checked after each step, then again after
+// reset_accumulated_stats() and reset_memory_stats() with blocks live.
+TEST_P(RunningTotalsTest, EveryStatisticAddsUp) {
+  auto sim = std::make_shared<SimulatedDevice>(256 * M);
+  AllocatorOptions o;
+  o.thread_cache = GetParam().thread_cache;
+  o.expandable_segments =
+      GetParam().expandable ? AllocatorOptions::Expandable::kOn : AllocatorOptions::Expandable::kOff;
+  CachingAllocator a(sim, o);
+  const StreamId s1 = sim->create_stream();
+  TotalsChecker check(a.stats());
+  auto round = [&](const std::string& step) {
+    const std::size_t sizes[] = {700, 1000, 4096, 70000, 3 * M + 5, 1000, 12 * M, 300};
+    std::vector<void*> first, second;
+    for (std::size_t n : sizes) first.push_back(a.allocate(n));
+    check.check(a.stats(), step + ", allocated");
+    for (std::size_t i = 0; i < first.size(); i += 2) {  // holes between live blocks: split blocks
+      a.deallocate(first[i]);
+      first[i] = nullptr;
+    }
+    check.check(a.stats(), step + ", every other freed");
+    for (std::size_t n : sizes) second.push_back(a.allocate(n / 2 + 1));  // from the caches and the pools
+    check.check(a.stats(), step + ", reallocated");
+    void* pending = a.allocate(2 * M);
+    a.record_stream(pending, s1);
+    sim->submit_work(s1);
+    a.deallocate(pending);
+    check.check(a.stats(), step + ", freed while another stream uses it");
+    on_thread([&] {
+      void* x = a.allocate(5000);
+      a.deallocate(x);
+      a.deallocate(a.allocate(5000));
+    });
+    check.check(a.stats(), step + ", a thread exited");
+    EXPECT_THROW(a.allocate(1024 * M), OutOfMemoryError);
+    check.check(a.stats(), step + ", out of memory");
+    sim->complete_work(s1);
+    for (void* p : first)
+      if (p != nullptr) a.deallocate(p);
+    for (void* p : second) a.deallocate(p);
+    check.check(a.stats(), step + ", all freed");
+    a.empty_cache();
+    check.check(a.stats(), step + ", empty_cache");
+  };
+  std::vector<void*> live;
+  round("first round");
+  round("second round");
+  // Blocks live across the resets.
+  live.push_back(a.allocate(3000));
+  live.push_back(a.allocate(5 * M));
+  a.reset_accumulated_stats();
+  check.reset(a.stats());
+  round("after reset_accumulated_stats");
+  a.reset_memory_stats();
+  check.reset(a.stats());
+  round("after reset_memory_stats");
+  for (void* p : live) a.deallocate(p);
+  a.empty_cache();
+  check.check(a.stats(), "all freed");
+  const MemoryStats s = a.stats();
+  EXPECT_EQ(s.allocated_bytes[kStatAggregate].current, 0);
+  EXPECT_EQ(s.requested_bytes[kStatAggregate].current, 0);
+  EXPECT_EQ(s.reserved_bytes[kStatAggregate].current, 0);
+  EXPECT_EQ(s.segment_count[kStatAggregate].current, 0);
+  EXPECT_EQ(sim->num_misuses(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Configurations, RunningTotalsTest,
+                         ::testing::Values(TotalsCase{false, false}, TotalsCase{true, false}, TotalsCase{false, true},
+                                           TotalsCase{true, true}),
+                         [](const ::testing::TestParamInfo<TotalsCase>& info) {
+                           return std::string(info.param.thread_cache ? "ThreadCache" : "NoThreadCache") +
+                                  (info.param.expandable ? "Expandable" : "Classic");
+                         });
+
+// The summary shows both totals on every row, as PyTorch's does.
+TEST_F(AllocatorStatsTest, MemorySummaryShowsEveryTotal) {
+  auto a = make(/*thread_cache=*/false);
+  void* p = a->allocate(1000);
+  a->deallocate(a->allocate(3000));
+  const std::string text = a->memory_summary();
+  auto row = [&](const std::string& label) -> std::string {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("| " + label, 0) == 0) return line;
+    ADD_FAILURE() << "no row '" << label << "' in\n" << text;
+    return {};
+  };
+  // Requested: 1000 + 3000 bytes asked for, 3000 of them given back.
+  EXPECT_NE(row("Requested memory").find("3.91 KiB |   2.93 KiB |"), std::string::npos) << text;
+  // Segments: one added, none released.
+  EXPECT_NE(row("Segments").find("|          1 |          0 |"), std::string::npos) << text;
+  EXPECT_NE(row("Non-releasable allocs").find("|"), std::string::npos) << text;
+  a->deallocate(p);
+}
+
 }  // namespace
 }  // namespace genesis::memory

@@ -15,12 +15,17 @@ namespace genesis::memory {
 enum StatType : int { kStatAggregate = 0, kStatSmallPool = 1, kStatLargePool = 2, kNumStatTypes = 3 };
 
 /// One statistic: its current value, its peak since the last reset, and the
-/// running totals of what was added and removed.
+/// running totals of what was added and removed since the last reset of the
+/// accumulated statistics (reset_memory_stats or reset_accumulated_stats),
+/// as PyTorch keeps them: current - allocated + freed is the value at that
+/// reset, so current == allocated - freed for statistics never reset. Every
+/// statistic keeps them (how: Note [Running totals] in
+/// detail/allocator_statistics.h).
 struct Stat {
   std::int64_t current = 0;
   std::int64_t peak = 0;
-  std::int64_t allocated = 0;  // total ever added (since reset_memory_stats)
-  std::int64_t freed = 0;      // total ever removed
+  std::int64_t allocated = 0;  // total added
+  std::int64_t freed = 0;      // total removed
 };
 
 using StatArray = Stat[kNumStatTypes];
@@ -35,7 +40,9 @@ using StatArray = Stat[kNumStatTypes];
 ///                         use by work on other streams
 ///   inactive_split_bytes  free blocks inside partly used segments (these
 ///                         cannot be returned to the upstream: fragmentation)
-///   cached_bytes          reserved - allocated: memory the cache holds
+///   cached_bytes          reserved - allocated: memory the cache holds (its
+///                         totals: reserved and freed bytes added, allocated
+///                         and released bytes removed)
 /// Peaks: exact for single-threaded programs; with several threads the peak
 /// of allocated may exceed the true peak by at most what other threads' caches
 /// held at that moment (see Note [Statistics] in detail/allocator_statistics.h).

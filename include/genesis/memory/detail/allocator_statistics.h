@@ -38,6 +38,27 @@
 // bytes than it had allocated). And report() never gives a requested peak
 // above the allocated one: no block holds more requested bytes than its size.
 //
+// Note [Running totals]: every statistic reports, like PyTorch's, what was
+// added and what was taken away since the last reset besides its current
+// value, so that  current - allocated + freed  is the value at the reset
+// (0 for a statistic never reset). Only one of the two totals is counted, at
+// the sites that already move the figure up: allocated bytes, requested
+// bytes, segments and inactive split blocks keep a running total of what was
+// added, and report() derives what went away as  added - (current - current at the
+// reset). Active bytes rise only when a block is allocated, so they share
+// the allocated bytes' running total. Cached bytes (reserved - allocated)
+// move with both: they rise by what is reserved and by what is freed, and
+// fall by what is allocated and by what is released; the totals are those
+// sums, not the net moves of each event (an allocation that reserves a new
+// segment counts the segment as added and the block as taken away).
+// Inactive split blocks merge with a freed neighbour by leaving and coming
+// back as one larger block, which counts both ways, as PyTorch counts it.
+// Requested bytes cost the hot path one more thread-owned add per
+// allocation (ThreadCache::total_requested): a block's requested bytes are
+// known only to the call that hands it out, so no later sum can recover
+// them. 4 instructions of the 254 of a hot pair (alloc_icount); counting
+// what the frees give back instead cost 8.
+//
 // Note [Adding a statistic]: a new figure of MemoryStats touches three files:
 // stats.h (the field), this header (its counter, and a note_* member if a new
 // kind of event counts it) and allocator_statistics.cpp (report(), reset(),
@@ -92,6 +113,10 @@ class alignas(64) AllocatorStatistics {
     std::int64_t num_cache_flushes = 0;
     std::int64_t num_stream_borrows = 0;  // Note [Borrowing across streams]
     std::int64_t reserved_allocated[kNumPools] = {}, reserved_freed[kNumPools] = {};
+    // Running totals of what only rises here; what went away is derived
+    // from them and the current values in report() (Note [Running totals]).
+    std::int64_t requested_allocated[kNumPools] = {};
+    std::int64_t segments_allocated[kNumPools] = {};
   };
 
   // --- hot path (the owner thread, no lock) ---------------------------------
@@ -120,6 +145,7 @@ class alignas(64) AllocatorStatistics {
     add_out(p, size);
     ++counters.num_allocs[p];
     counters.requested[p] += static_cast<std::int64_t>(bytes);
+    counters.requested_allocated[p] += static_cast<std::int64_t>(bytes);
     counters.total_allocated[p] += size;
     if (hit) ++counters.num_hits; else ++counters.num_misses;
   }
@@ -129,6 +155,13 @@ class alignas(64) AllocatorStatistics {
     counters.requested[p] -= static_cast<std::int64_t>(requested);
     add_out(p, -size);
   }
+  /// A segment of pool p was added (classic, or an expandable range) or
+  /// released.
+  void note_segment_added(PoolId p) noexcept {
+    ++counters.segments[p];
+    ++counters.segments_allocated[p];
+  }
+  void note_segment_released(PoolId p) noexcept { --counters.segments[p]; }
   /// `bytes` of pool p left tc's cache and went back to the pool (a flush).
   void note_flushed(ThreadCache* tc, PoolId p, std::int64_t bytes) noexcept {
     if (bytes == 0) return;  // blocks are never empty: nothing was flushed
@@ -221,8 +254,14 @@ class alignas(64) AllocatorStatistics {
     std::int64_t num_thread_hits = 0, num_upstream_allocs = 0, num_upstream_frees = 0;
     std::int64_t num_upstream_failures = 0, num_cache_flushes = 0, num_stream_borrows = 0;
     std::int64_t total_allocated[3] = {}, allocated_bytes[3] = {}, reserved_allocated[3] = {};
-    std::int64_t reserved_freed[3] = {}, allocs[3] = {}, frees[3] = {}, requested_current[3] = {};
-    std::int64_t segments_allocated[3] = {};
+    std::int64_t reserved_freed[3] = {}, allocs[3] = {}, frees[3] = {};
+    // Running totals and current values of the figures whose freed total
+    // is derived (Note [Running totals]).
+    std::int64_t requested_allocated[3] = {}, requested_current[3] = {};
+    std::int64_t active_current[3] = {};
+    std::int64_t segments_allocated[3] = {}, segments_current[3] = {};
+    std::int64_t split_bytes_added[3] = {}, split_bytes_current[3] = {};
+    std::int64_t split_count_added[3] = {}, split_count_current[3] = {};
   };
   // Peaks (Note [Statistics]); index by StatType.
   struct Peaks {
@@ -236,6 +275,7 @@ class alignas(64) AllocatorStatistics {
   // Folded-in counters of thread caches whose threads exited.
   std::int64_t retired_allocs_[kNumPools] = {}, retired_frees_[kNumPools] = {};
   std::int64_t retired_requested_[kNumPools] = {}, retired_total_allocated_[kNumPools] = {};
+  std::int64_t retired_total_requested_[kNumPools] = {};
   // Live allocations folded from living threads (their frees_folded summed).
   std::int64_t live_folded_[kNumPools] = {};
   bool fold_threads_ = false;  // set once two threads have caches; never cleared
@@ -255,6 +295,7 @@ inline void AllocatorStatistics::note_hot_alloc(ThreadCache* tc, int p, std::int
   tc->num_allocs[p].set(allocs_p);
   tc->requested_delta[p].set(req_delta_p);
   tc->total_allocated[p].add(size);
+  tc->total_requested[p].add(static_cast<std::int64_t>(bytes));
   // Peak candidates (Note [Statistics]): what is out of the pool minus what
   // this thread holds cached is an upper bound of the allocated bytes, exact
   // when one thread allocates.

@@ -32,6 +32,11 @@ namespace genesis::memory::detail {
 struct InactiveSplit {
   std::int64_t bytes[kNumPools] = {};
   std::int64_t count[kNumPools] = {};
+  // Running totals of what became inactive split: with the current values
+  // they give what stopped being so (Note [Running totals] in
+  // allocator_statistics.h).
+  std::int64_t bytes_added[kNumPools] = {};
+  std::int64_t count_added[kNumPools] = {};
 };
 
 // Guarded by the arena's mutex, but for map().find(), which the hot path
@@ -153,8 +158,11 @@ inline void Pool::index_insert(Block* b, void* like) {
   if (b->segment->expandable) return;  // not counted: their free pages are releasable
   const bool counted = b->is_split();
   b->split_counted = counted;
-  split_.bytes[b->pool] += static_cast<std::int64_t>(b->size) * counted;
+  const std::int64_t bytes = static_cast<std::int64_t>(b->size) * counted;
+  split_.bytes[b->pool] += bytes;
   split_.count[b->pool] += counted;
+  split_.bytes_added[b->pool] += bytes;
+  split_.count_added[b->pool] += counted;
 }
 
 inline void* Pool::index_erase(Block* b) {

@@ -292,6 +292,7 @@ class alignas(64) ThreadCache {
   OwnedCounter num_frees[kNumPools];
   OwnedCounter requested_delta[kNumPools];
   OwnedCounter total_allocated[kNumPools];  // bytes handed out from this cache
+  OwnedCounter total_requested[kNumPools];  // requested bytes of those allocations
   OwnedCounter peak_candidate[3];           // allocated bytes: aggregate, small, large
   OwnedCounter peak_requested_candidate[3]; // requested bytes
   OwnedCounter peak_count_candidate[3];     // live allocations
