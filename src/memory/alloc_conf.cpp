@@ -110,7 +110,7 @@ struct Item {
     if (value == "auto") return -1.0;
     constexpr std::string_view kExpected = "auto or a number in [0, 0.1], e.g. 0.01";
     const double f = number(kExpected);
-    if (f < 0.0 || f > 0.1) bad(kExpected);
+    if (f < 0.0 || f > option_limits::kMaxReleaseSlack) bad(kExpected);
     return f;
   }
 
@@ -125,7 +125,7 @@ struct Item {
     const std::uint64_t scale = unit == "ms" ? 1 : unit == "s" ? 1000 : unit == "min" ? 60000 : 0;
     if (digits == 0 || digits > 9 || scale == 0) bad(kExpected);
     const std::uint64_t ms = std::stoull(std::string(value.substr(0, digits))) * scale;
-    if (ms == 0 || ms > 86'400'000) bad(kExpected);
+    if (ms == 0 || ms > option_limits::kMaxIdleReleaseMs) bad(kExpected);
     return static_cast<std::uint32_t>(ms);
   }
 
@@ -139,6 +139,7 @@ struct Item {
 };
 
 void apply(const Item& it, AllocatorOptions& o) {
+  using option_limits::kMaxCount;
   const std::string_view k = it.key;
   if (k == "expandable_segments") {
     const std::optional<bool> on = it.boolean_or_auto();
@@ -153,11 +154,11 @@ void apply(const Item& it, AllocatorOptions& o) {
   } else if (k == "thread_cache_size") {
     o.thread_cache_bytes = it.size();
   } else if (k == "thread_cache_small_count") {
-    o.thread_cache_small_count = static_cast<std::uint32_t>(it.count(1, 1u << 20));
+    o.thread_cache_small_count = static_cast<std::uint32_t>(it.count(1, kMaxCount));
   } else if (k == "thread_cache_large_count") {
-    o.thread_cache_large_count = static_cast<std::uint32_t>(it.count(1, 1u << 20));
+    o.thread_cache_large_count = static_cast<std::uint32_t>(it.count(1, kMaxCount));
   } else if (k == "thread_cache_large_park") {
-    o.thread_cache_large_park = static_cast<std::uint32_t>(it.count(0, 1u << 20));
+    o.thread_cache_large_park = static_cast<std::uint32_t>(it.count(0, kMaxCount));
   } else if (k == "thread_cache_flush_at_peak") {
     o.thread_cache_flush_at_peak = it.boolean();
   } else if (k == "classic_release_at_mark") {
@@ -165,24 +166,24 @@ void apply(const Item& it, AllocatorOptions& o) {
   } else if (k == "stream_borrow") {
     o.stream_borrow = it.boolean();
   } else if (k == "thread_cache_near_fit") {
-    o.thread_cache_near_fit = static_cast<std::uint32_t>(it.count(0, 1024));
+    o.thread_cache_near_fit = static_cast<std::uint32_t>(it.count(0, option_limits::kMaxNearFit));
   } else if (k == "chunk_pages") {
-    o.chunk_pages = static_cast<std::uint32_t>(it.count(0, 1u << 20));
+    o.chunk_pages = static_cast<std::uint32_t>(it.count(0, kMaxCount));
   } else if (k == "chunk_strand_pages") {
     o.chunk_strand_pages = it.value == "auto" ? AllocatorOptions::kAutoStrandPages
-                                              : static_cast<std::uint32_t>(it.count(0, 1u << 20, "auto or "));
+                                              : static_cast<std::uint32_t>(it.count(0, kMaxCount, "auto or "));
   } else if (k == "release_slack") {
     o.release_slack = it.slack();
   } else if (k == "arenas") {
-    o.arenas = static_cast<std::uint32_t>(it.count(0, CachingAllocator::kMaxArenas));
+    o.arenas = static_cast<std::uint32_t>(it.count(0, option_limits::kMaxArenas));
   } else if (k == "arena_move_window") {
-    o.arena_move_window = static_cast<std::uint32_t>(it.count(0, 1u << 20));
+    o.arena_move_window = static_cast<std::uint32_t>(it.count(0, kMaxCount));
   } else if (k == "idle_release") {
     o.idle_release_ms = it.duration_ms();
   } else if (k == "record_events") {
     o.record_events = it.boolean();
   } else if (k == "event_capacity") {
-    o.event_capacity_per_thread = it.count(1, std::uint64_t{1} << 28);
+    o.event_capacity_per_thread = it.count(1, option_limits::kMaxEventCapacity);
   } else {
     for (const char* p : kPyTorchOnly)
       if (k == p)
@@ -195,6 +196,12 @@ void apply(const Item& it, AllocatorOptions& o) {
 std::string size_text(std::size_t n) { return std::to_string(n); }
 
 }  // namespace
+
+// The forms below spell out option_limits.
+static_assert(option_limits::kMaxCount == 1048576 && option_limits::kMaxNearFit == 1024 &&
+                  option_limits::kMaxArenas == 8 && option_limits::kMaxEventCapacity == 268435456 &&
+                  option_limits::kMaxReleaseSlack == 0.1,
+              "update the forms in alloc_conf_keys()");
 
 const std::vector<AllocConfKey>& alloc_conf_keys() {
   static const std::vector<AllocConfKey> keys = {
@@ -257,6 +264,9 @@ AllocatorOptions parse_alloc_conf(std::string_view text, const AllocatorOptions&
   // Two spellings of one option must not disagree silently.
   GENESIS_CHECK(!(seen.count("cache_size") && seen.count("max_cached_bytes")), source,
                 ": cache_size and max_cached_bytes are the same option; give one");
+  // What the text set is in range by now; this catches a `base` set in C++
+  // out of range before it reaches an allocator.
+  validate_options(o);
   return o;
 }
 

@@ -35,6 +35,12 @@ PoolId pool_for(std::size_t rounded) noexcept {
   return rounded <= detail::kSmallLimit ? detail::kSmallPool : detail::kLargePool;
 }
 
+// Checked while options_ is initialised: events_, initialised after it,
+// sizes its rings from them.
+const AllocatorOptions& checked(const AllocatorOptions& options) {
+  validate_options(options);
+  return options;
+}
 
 }  // namespace
 
@@ -43,7 +49,7 @@ PoolId pool_for(std::size_t rounded) noexcept {
 
 detail::Arena::Arena(std::shared_ptr<UpstreamResource> upstream, AllocatorOptions options, std::uint8_t index)
     : upstream_(std::move(upstream)),
-      options_(options),
+      options_(checked(options)),
       arena_index_(index),
       asymmetric_(detail::asymmetric_fence_available()),
       events_(options_.record_events, options_.event_capacity_per_thread),
@@ -52,10 +58,6 @@ detail::Arena::Arena(std::shared_ptr<UpstreamResource> upstream, AllocatorOption
   GENESIS_CHECK(upstream_->alignment() >= detail::kAlignment && (upstream_->alignment() & (upstream_->alignment() - 1)) == 0,
                 "upstream '", upstream_->name(), "' aligns to ", upstream_->alignment(),
                 " bytes; the caching allocator needs a power of two >= 512");
-  GENESIS_CHECK(options_.memory_fraction > 0.0 && options_.memory_fraction <= 1.0,
-                "memory_fraction must be in (0, 1], got ", options_.memory_fraction);
-  GENESIS_CHECK(options_.thread_cache_small_count > 0 && options_.thread_cache_large_count > 0,
-                "thread cache counts must be positive");
   total_capacity_ = upstream_->mem_info().total_bytes;
   expandable_.configure(*upstream_, options_);
   large_park_ = options_.thread_cache_large_park;

@@ -146,4 +146,24 @@ struct AllocatorOptions {
   std::size_t event_capacity_per_thread = std::size_t{1} << 16;
 };
 
+/// The ranges of the options that have one: what GENESIS_ALLOC_CONF's parser
+/// accepts (alloc_conf.h) and what validate_options() checks, so that options
+/// set in C++ are held to the rules of options written as text.
+namespace option_limits {
+/// thread_cache_small_count and _large_count (from 1), thread_cache_large_park,
+/// chunk_pages, chunk_strand_pages (or kAutoStrandPages), arena_move_window.
+inline constexpr std::uint32_t kMaxCount = 1u << 20;
+inline constexpr std::uint32_t kMaxNearFit = 1024;        // thread_cache_near_fit
+inline constexpr double kMaxReleaseSlack = 0.1;           // release_slack (negative: auto)
+inline constexpr std::uint32_t kMaxArenas = 8;            // arenas (0: auto)
+inline constexpr std::uint32_t kMaxIdleReleaseMs = 86'400'000;  // idle_release_ms: a day (0: off)
+inline constexpr std::size_t kMaxEventCapacity = std::size_t{1} << 28;  // event_capacity_per_thread (from 1)
+}  // namespace option_limits
+
+/// Throws InvalidArgumentError when an option lies outside its range
+/// (memory_fraction in (0, 1], option_limits, the enums' values), naming the
+/// option, its value and what is allowed. Every CachingAllocator checks its
+/// options with it when it is made.
+void validate_options(const AllocatorOptions& options);
+
 }  // namespace genesis::memory
