@@ -1,6 +1,6 @@
 """genesis-mem replay reads PyTorch memory snapshots (pickles) directly:
 dicts shaped like torch.cuda.memory._snapshot(), pickled by Python in every
-protocol the reader accepts, give the same trace as the CSV of the same
+protocol (0 to 5), give the same trace as the CSV of the same
 events; malformed, truncated and code-carrying pickles fail with one clear
 line and never crash (the reader is genesis/debug/pickle.h)."""
 
@@ -84,7 +84,7 @@ def error_line(path):
     return lines[0]
 
 
-@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+@pytest.mark.parametrize("protocol", [0, 1, 2, 3, 4, 5])
 def test_every_protocol_replays_like_the_csv(tmp_path, protocol):
     snap = snapshot_dict()
     pk = tmp_path / f"snap{protocol}.pickle"
@@ -120,6 +120,26 @@ def test_a_snapshot_pytorch_recorded_replays_event_for_event():
     peak = memtrace.snapshot_peak_live(trace)
     assert out["trace"]["peak_live_bytes"] == peak
     assert all(r["peak_reserved_bytes"] >= peak for r in out["results"])
+
+
+@pytest.mark.parametrize("protocol", [0, 1, 2, 3, 4, 5])
+def test_every_protocol_converts_to_the_same_csv(tmp_path, protocol):
+    # Protocols 0 and 1 declare no protocol and write numbers and strings as
+    # text; genesis-mem convert tells them from a CSV trace all the same.
+    snap = snapshot_dict(n=60)
+    snap["device_traces"][0][0]["frames"] = [{"filename": "/job/caf\u00e9\\x\n.py", "line": 3, "name": "f"}]
+    ref = tmp_path / "ref.pickle"
+    ref.write_bytes(pickle.dumps(snap, protocol=5))
+    pk = tmp_path / f"snap{protocol}.pickle"
+    pk.write_bytes(pickle.dumps(snap, protocol=protocol))
+    outs = []
+    for src in (ref, pk):
+        out = tmp_path / (src.stem + ".csv")
+        p = run_genesis_mem("convert", str(src), str(out))
+        assert p.returncode == 0, p.stderr
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
+    assert outs[0].count("\n") > 60
 
 
 def test_the_busiest_device_is_replayed(tmp_path):

@@ -1,5 +1,6 @@
 // The plain-data pickle reader (Note [Plain pickles] in genesis/debug/pickle.h).
 #include <bit>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -60,15 +61,9 @@ const char* refused_name(std::uint8_t op) noexcept {
     case 0x96: return "BYTEARRAY8";
     case 0x97: return "NEXT_BUFFER";
     case 0x98: return "READONLY_BUFFER";
-    case 'I': return "INT (text)";
-    case 'L': return "LONG (text)";
-    case 'F': return "FLOAT (text)";
     case 'S': return "STRING (text)";
     case 'T': return "BINSTRING";
     case 'U': return "SHORT_BINSTRING";
-    case 'V': return "UNICODE (text)";
-    case 'p': return "PUT (text)";
-    case 'g': return "GET (text)";
     default: return nullptr;
   }
 }
@@ -84,9 +79,9 @@ class Reader {
       op_at_ = pos_;
       const std::uint8_t op = byte();
       switch (op) {
-        case 0x80: {  // PROTO
+        case 0x80: {  // PROTO (Python writes it from protocol 2 on; pickle.loads takes 0 and 1 too)
           const int v = byte();
-          if (v < 2 || v > 5) fail("protocol " + std::to_string(v) + " is not read (protocols 2 to 5 are)");
+          if (v > 5) fail("protocol " + std::to_string(v) + " is not read (protocols 0 to 5 are)");
           protocol_ = v;
           break;
         }
@@ -214,6 +209,13 @@ class Reader {
           stack_.resize(m);
           break;
         }
+        // Protocols 0 and 1 (Note [Text opcodes]).
+        case 'I': text_int(false); break;                            // INT
+        case 'L': text_int(true); break;                             // LONG
+        case 'F': text_float(); break;                               // FLOAT
+        case 'V': text_unicode(); break;                             // UNICODE
+        case 'p': memo_put(text_index("PUT")); break;                // PUT
+        case 'g': memo_get(text_index("GET")); break;                // GET
         case 'q': memo_put(byte()); break;                           // BINPUT
         case 'r': memo_put(fixed(4)); break;                         // LONG_BINPUT
         case 0x94: memo_put(memo_.size()); break;                    // MEMOIZE
@@ -317,6 +319,164 @@ class Reader {
     v->text.assign(reinterpret_cast<const char*>(p_ + pos_), static_cast<std::size_t>(n));
     pos_ += static_cast<std::size_t>(n);
     push(v);
+  }
+  // Note [Text opcodes]: protocol 0 writes numbers, strings and memo
+  // indices as text lines ended by '\n', the way pickle.py writes them:
+  //   INT     decimal, from int.__repr__; "00" and "01" are False and True
+  //           (protocols 0 and 1 have no NEWFALSE/NEWTRUE)
+  //   LONG    decimal with an 'L' after it (ints outside 32 bits)
+  //   FLOAT   float.__repr__ (protocol 1 uses BINFLOAT)
+  //   UNICODE the str as raw-unicode-escape, with '\\', '\0', '\n', '\r'
+  //           and '\x1a' escaped as \uXXXX
+  //   PUT/GET the memo index in decimal (protocol 1 uses BINPUT/BINGET)
+  // Protocol 1 adds the binary opcodes of containers and numbers and keeps
+  // INT for booleans and LONG for ints outside 32 bits. Numbers are read as
+  // the binary forms are: at most 64 bits. Python 2's byte strings (STRING,
+  // BINSTRING, SHORT_BINSTRING) stay refused: Python 3 never writes them.
+  std::string_view line() {
+    const void* nl = pos_ < size_ ? std::memchr(p_ + pos_, '\n', size_ - pos_) : nullptr;
+    if (nl == nullptr) fail("the data ends in the middle of a text opcode (truncated pickle)");
+    const std::size_t end = static_cast<std::size_t>(static_cast<const std::uint8_t*>(nl) - p_);
+    const std::string_view s(reinterpret_cast<const char*>(p_ + pos_), end - pos_);
+    pos_ = end + 1;
+    return s;
+  }
+  // The line as a message shows it: at most 40 bytes of it, and bytes
+  // outside printable ASCII as \xNN, so that a damaged pickle's message
+  // stays one line of text (a terminal's, and Python's, which decodes it).
+  static std::string shown(std::string_view s) {
+    std::string out(1, '\'');
+    for (const char ch : s.substr(0, 40)) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (c >= 0x20 && c < 0x7f && c != '\\') {
+        out += ch;
+      } else {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\x%02x", c);
+        out += buf;
+      }
+    }
+    out += s.size() > 40 ? "...'" : "'";
+    return out;
+  }
+  // A decimal integer, optionally signed; magnitudes up to 2^64 - 1 when
+  // positive (kept as `big` above INT64_MAX, as LONG1 keeps them), 2^63
+  // when negative.
+  void decimal(std::string_view s, const char* op) {
+    const std::string_view digits = !s.empty() && (s[0] == '-' || s[0] == '+') ? s.substr(1) : s;
+    const bool negative = !s.empty() && s[0] == '-';
+    if (digits.empty()) fail(std::string(op) + " " + shown(s) + " is not a decimal integer");
+    std::uint64_t mag = 0;
+    for (const char c : digits) {
+      if (c < '0' || c > '9') fail(std::string(op) + " " + shown(s) + " is not a decimal integer");
+      const auto d = static_cast<std::uint64_t>(c - '0');
+      if (mag > (~std::uint64_t{0} - d) / 10)
+        fail(std::string(op) + " " + shown(s) + " is too large (at most 64 bits are read)");
+      mag = mag * 10 + d;
+    }
+    if (negative && mag > (std::uint64_t{1} << 63))
+      fail(std::string(op) + " " + shown(s) + " is too large (at most 64 bits are read)");
+    PickleValue* v = make(Kind::kInt);
+    v->integer = static_cast<std::int64_t>(negative ? std::uint64_t{0} - mag : mag);
+    v->big = !negative && (mag >> 63) != 0;
+    push(v);
+  }
+  void text_int(bool long_form) {
+    std::string_view s = line();
+    if (long_form) {
+      if (!s.empty() && s.back() == 'L') s.remove_suffix(1);
+      decimal(s, "LONG");
+      return;
+    }
+    if (s == "00" || s == "01") {
+      PickleValue* v = make(Kind::kBool);
+      v->boolean = s == "01";
+      push(v);
+      return;
+    }
+    decimal(s, "INT");
+  }
+  void text_float() {
+    const std::string_view s = line();
+    double d = 0.0;
+    // from_chars, not strtod: the C locale's decimal point whatever the
+    // program's locale; it reads repr's "inf", "-inf" and "nan" too.
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+      fail("FLOAT " + shown(s) + " is not a number");
+    PickleValue* v = make(Kind::kFloat);
+    v->real = d;
+    push(v);
+  }
+  static void append_utf8(std::string& out, std::uint32_t cp) {
+    // Surrogates are written like other code points, as the binary forms
+    // carry them (Python encodes str with surrogatepass).
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xc0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xe0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else {
+      out += static_cast<char>(0xf0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    }
+  }
+  // raw-unicode-escape, decoded as Python decodes it: each byte is the code
+  // point of its value, except \uXXXX and \UXXXXXXXX after an odd number of
+  // backslashes (an even run is that many backslashes, and so is one that
+  // no u or U follows).
+  void text_unicode() {
+    const std::string_view s = line();
+    PickleValue* v = make(Kind::kString);
+    std::string& out = v->text;
+    out.reserve(s.size());
+    std::size_t i = 0;
+    while (i < s.size()) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      if (c != '\\') {
+        append_utf8(out, c);
+        ++i;
+        continue;
+      }
+      std::size_t run = 0;
+      while (i < s.size() && s[i] == '\\') {
+        ++run;
+        ++i;
+      }
+      const bool escape = run % 2 == 1 && i < s.size() && (s[i] == 'u' || s[i] == 'U');
+      out.append(escape ? run - 1 : run, '\\');
+      if (!escape) continue;
+      const std::size_t n = s[i] == 'u' ? 4 : 8;
+      ++i;
+      if (s.size() - i < n) fail("UNICODE " + shown(s) + " has a truncated \\u escape");
+      std::uint32_t cp = 0;
+      for (std::size_t k = 0; k < n; ++k, ++i) {
+        const char h = s[i];
+        const int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                    : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+        if (d < 0) fail("UNICODE " + shown(s) + " has a malformed \\u escape");
+        cp = (cp << 4) | static_cast<std::uint32_t>(d);
+      }
+      if (cp > 0x10ffff) fail("UNICODE " + shown(s) + " has an escape beyond U+10FFFF");
+      append_utf8(out, cp);
+    }
+    push(v);
+  }
+  std::uint64_t text_index(const char* op) {
+    const std::string_view s = line();
+    std::uint64_t v = 0;
+    if (s.empty() || s.size() > 19) fail(std::string(op) + " " + shown(s) + " is not a memo index");
+    for (const char c : s) {
+      if (c < '0' || c > '9') fail(std::string(op) + " " + shown(s) + " is not a memo index");
+      v = v * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    return v;
   }
   void memo_put(std::uint64_t index) {
     PickleValue* v = top();

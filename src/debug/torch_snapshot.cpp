@@ -159,7 +159,13 @@ Trace read_torch_snapshot(std::string_view head, const std::function<std::size_t
 }
 
 bool looks_like_pickle(const std::uint8_t* data, std::size_t size) noexcept {
-  return size >= 2 && data[0] == 0x80 && data[1] >= 2 && data[1] <= 5;
+  if (size < 2) return false;
+  if (data[0] == 0x80) return data[1] <= 5;  // PROTO
+  // Protocols 0 and 1 declare none. A pickled dict or list opens with
+  // EMPTY_DICT or EMPTY_LIST (protocol 1) or with MARK and then DICT or
+  // LIST (protocol 0); no CSV trace starts with any of these.
+  if (data[0] == '}' || data[0] == ']') return true;
+  return data[0] == '(' && (data[1] == 'd' || data[1] == 'l');
 }
 
 }  // namespace genesis::debug

@@ -128,7 +128,7 @@ SnapshotCsvResult convert_torch_snapshot_file(const std::string& in, const std::
                                               const SnapshotCsvOptions& options) {
   const std::vector<std::uint8_t> data = read_trace_bytes(in, std::size_t{16} << 30, "snapshot");
   if (!looks_like_pickle(data.data(), data.size())) {
-    GENESIS_THROW(InvalidArgumentError, in, ": not a PyTorch memory snapshot (expected a pickle of protocol 2 to 5, ",
+    GENESIS_THROW(InvalidArgumentError, in, ": not a PyTorch memory snapshot (expected a pickle of protocol 0 to 5, ",
                   "from torch.cuda.memory._dump_snapshot)",
                   data.size() >= 2 && data[0] == 0x80 ? "; it is a pickle of protocol " + std::to_string(data[1])
                                                       : std::string("; a CSV trace needs no conversion"));

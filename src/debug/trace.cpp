@@ -722,7 +722,7 @@ Trace read_trace(const std::string& path) {
                                    [&in](char* buf, std::size_t cap) { return in.read(buf, cap, 0); }, path);
       // The PROTO opcode of a pickle whose protocol the reader does not take.
       GENESIS_CHECK(n < 2 || head[0] != 0x80, path, ": a pickle of protocol ", static_cast<int>(head[1]),
-                    ", which is not read: PyTorch memory snapshots are pickles of protocol 2 to 5 ",
+                    ", which is not read: PyTorch memory snapshots are pickles of protocol 0 to 5 ",
                     "(torch.cuda.memory._dump_snapshot)");
     }
     const char* p = chunk.get();

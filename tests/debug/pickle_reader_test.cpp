@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -127,6 +129,111 @@ TEST(PickleReader, EveryValueForm) {
   EXPECT_EQ(v[26]->get("k")->integer, 1);
 }
 
+// Structural equality of two parsed values (no cycles in the inputs
+// compared); floats bit for bit, so that -0.0 is not 0.0.
+::testing::AssertionResult SameValue(const PickleValue& a, const PickleValue& b, const std::string& path = "root") {
+  if (a.kind != b.kind)
+    return ::testing::AssertionFailure() << path << ": " << a.kind_name() << " vs " << b.kind_name();
+  switch (a.kind) {
+    case Kind::kBool:
+      if (a.boolean != b.boolean) return ::testing::AssertionFailure() << path << ": " << a.boolean;
+      break;
+    case Kind::kInt:
+      if (a.integer != b.integer || a.big != b.big)
+        return ::testing::AssertionFailure() << path << ": " << a.integer << (a.big ? " (big)" : "") << " vs "
+                                             << b.integer << (b.big ? " (big)" : "");
+      break;
+    case Kind::kFloat:
+      if (std::bit_cast<std::uint64_t>(a.real) != std::bit_cast<std::uint64_t>(b.real))
+        return ::testing::AssertionFailure() << path << ": " << a.real << " vs " << b.real;
+      break;
+    case Kind::kString:
+    case Kind::kBytes:
+      if (a.text != b.text) return ::testing::AssertionFailure() << path << ": '" << a.text << "' vs '" << b.text << "'";
+      break;
+    default: break;
+  }
+  if (a.items.size() != b.items.size())
+    return ::testing::AssertionFailure() << path << ": " << a.items.size() << " vs " << b.items.size() << " items";
+  for (std::size_t i = 0; i < a.items.size(); ++i) {
+    auto r = SameValue(*a.items[i], *b.items[i], path + "[" + std::to_string(i) + "]");
+    if (!r) return r;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Protocols 0 and 1 write numbers, strings and memo indices as text (Note
+// [Text opcodes]): what CPython writes in them reads as the same values as
+// its protocol 5, every form at its edges included.
+TEST(PickleReader, ProtocolsZeroAndOneReadAsProtocolFive) {
+  const Pickle five = parse(testing_support::python5_forms_pickle());
+  for (const std::string* bytes : {&testing_support::python0_forms_pickle(), &testing_support::python1_forms_pickle()}) {
+    const Pickle p = parse(*bytes);
+    EXPECT_EQ(p.protocol(), 0);  // neither declares one
+    EXPECT_TRUE(SameValue(p.root(), five.root()));
+  }
+  // Spot checks of the expected values themselves, on protocol 0.
+  const Pickle zero = parse(testing_support::python0_forms_pickle());
+  const PickleValue& ints = *zero.root().get("ints");
+  ASSERT_EQ(ints.items.size(), 13u);
+  EXPECT_EQ(ints.items[9]->integer, INT64_MIN);
+  EXPECT_EQ(ints.items[10]->integer, INT64_MAX);
+  EXPECT_TRUE(ints.items[11]->big);
+  EXPECT_EQ(static_cast<std::uint64_t>(ints.items[11]->integer), std::uint64_t{1} << 63);
+  EXPECT_EQ(static_cast<std::uint64_t>(ints.items[12]->integer), std::numeric_limits<std::uint64_t>::max());
+  const PickleValue& bools = *zero.root().get("bools");
+  EXPECT_EQ(bools.items[0]->kind, Kind::kBool);
+  EXPECT_TRUE(bools.items[0]->boolean);
+  EXPECT_FALSE(bools.items[1]->boolean);
+  EXPECT_EQ(bools.items[2]->kind, Kind::kNone);
+  const PickleValue& floats = *zero.root().get("floats");
+  EXPECT_EQ(floats.items[2]->real, 0.1);
+  EXPECT_EQ(floats.items[5]->real, std::numeric_limits<double>::infinity());
+  const PickleValue& strs = *zero.root().get("strs");
+  EXPECT_EQ(strs.items[2]->text, B("a\\b\nc\rd\0e\x1a" "f"));
+  EXPECT_EQ(strs.items[3]->text, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");  // é € 😀 in UTF-8
+  EXPECT_EQ(strs.items[4]->text, "\\u0041");   // a backslash, then u0041
+  EXPECT_EQ(strs.items[5]->text, "\\\\u0041");
+  EXPECT_EQ(strs.items[6]->text, "\xed\xa0\x80");  // a lone surrogate, as surrogatepass writes it
+  // The memo shares objects as in the binary protocols.
+  const PickleValue& j = *zero.root().get("nested")->items[2]->get("k")->get("j");
+  EXPECT_EQ(j.items[0], j.items[1]);
+  // And the snapshot itself.
+  const Pickle snap5 = parse(kPython5);
+  for (const std::string* bytes :
+       {&testing_support::python0_snapshot_pickle(), &testing_support::python1_snapshot_pickle()})
+    EXPECT_TRUE(SameValue(parse(*bytes).root(), snap5.root()));
+}
+
+// The text forms one by one, as a hand-written pickle gives them (also
+// after a PROTO of 0 or 1, which pickle.loads accepts though Python never
+// writes it).
+TEST(PickleReader, TextOpcodesOneByOne) {
+  PickleWriter w(1);
+  w.op(']').mark();
+  w.raw("I00\nI01\nI-42\nI+7\nL123L\nL-5\nF-2.5\nFnan\nVx\\u00e9y\nVbs\\\\z\nVend\\\n");
+  w.raw("p17\ng17\n");
+  w.appends().stop();
+  const Pickle p = parse(w.bytes());
+  EXPECT_EQ(p.protocol(), 1);
+  const auto& v = p.root().items;
+  ASSERT_EQ(v.size(), 12u);
+  EXPECT_EQ(v[0]->kind, Kind::kBool);
+  EXPECT_FALSE(v[0]->boolean);
+  EXPECT_TRUE(v[1]->boolean);
+  EXPECT_EQ(v[2]->integer, -42);
+  EXPECT_EQ(v[3]->integer, 7);
+  EXPECT_EQ(v[4]->integer, 123);
+  EXPECT_EQ(v[5]->integer, -5);
+  EXPECT_EQ(v[6]->real, -2.5);
+  EXPECT_TRUE(std::isnan(v[7]->real));
+  EXPECT_EQ(v[8]->text, "x\xc3\xa9y");
+  EXPECT_EQ(v[9]->text, "bs\\\\z");  // an even run of backslashes stays
+  EXPECT_EQ(v[10]->text, "end\\");     // a backslash at the end of the line
+  EXPECT_EQ(v[11], v[10]);              // PUT 17 and GET 17
+  EXPECT_EQ(parse(B("\x80\x00N.")).root().kind, Kind::kNone);
+}
+
 TEST(PickleReader, StackOpcodesAndTheMemo) {
   PickleWriter w(2);
   // [a, a, 5] with a = "shared" stored at LONG_BINPUT 70000 and read back;
@@ -167,7 +274,8 @@ TEST(PickleReader, CodeIsRefusedByName) {
       {B("\x80\x02)\x81"), "NEWOBJ", "at byte 3 "},
       {B("\x80\x02K\x01Q"), "BINPERSID", "at byte 4 "},
       {B("\x80\x04\x8f"), "EMPTY_SET", "at byte 2 "},
-      {B("\x80\x02I1\n."), "INT (text)", "at byte 2 "},
+      {B("(i__main__\nC\n."), "INST", "at byte 1 "},
+      {B("\x80\x02\x8c\x01" "a\x8c\x01" "bo"), "OBJ", "at byte 8 "},
       {B("\x80\x02U\x01" "a."), "SHORT_BINSTRING", "at byte 2 "},
   };
   for (const Case& c : cases) {
@@ -185,7 +293,6 @@ TEST(PickleReader, MalformedInputsAreClearErrors) {
   } cases[] = {
       {"", "truncated"},
       {B("\x80\x06N."), "protocol 6"},
-      {B("\x80\x01N."), "protocol 1"},
       {B("\x80\x02\xff"), "unknown opcode 0xff"},
       {B("\x80\x02N"), "truncated"},
       {B("\x80\x02NN."), "2 objects on the stack"},
@@ -207,6 +314,24 @@ TEST(PickleReader, MalformedInputsAreClearErrors) {
       {B("\x80\x02\x8b\x20\x00\x00\x00"), "too large"},
       {B("\x80\x02\x8a\x09\xff\xff\xff\xff\xff\xff\xff\xff\x01."), "too large"},
       {B("\x80\x02(NNNd"), "DICT with a key and no value"},
+      // The text opcodes of protocols 0 and 1.
+      {B("I12"), "truncated"},
+      {B("Iabc\n."), "INT 'abc' is not a decimal integer"},
+      {B("I-\n."), "not a decimal integer"},
+      {B("I1.5\n."), "not a decimal integer"},
+      {B("L18446744073709551616L\n."), "LONG '18446744073709551616' is too large"},
+      {B("L-9223372036854775809L\n."), "too large"},
+      {B("F1.5x\n."), "FLOAT '1.5x' is not a number"},
+      {B("F\n."), "is not a number"},
+      {B("Vab\\u12\n."), "truncated \\u escape"},
+      {B("V\\uZZZZ\n."), "malformed \\u escape"},
+      {B("V\\U00110000\n."), "beyond U+10FFFF"},
+      {B("Vabc"), "truncated"},
+      {B("Np-1\n."), "PUT '-1' is not a memo index"},
+      {B("g5\n."), "memo entry 5 is used before"},
+      {B("Np\n."), "is not a memo index"},
+      // What a damaged pickle holds is shown as text, whatever its bytes.
+      {B("La\x94\\\x00" "b\n."), "LONG 'a\\x94\\x5c\\x00b' is not a decimal integer"},
   };
   for (const Case& c : cases) {
     const std::string e = pickle_error_of(c.bytes);

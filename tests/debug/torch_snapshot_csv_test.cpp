@@ -179,5 +179,17 @@ TEST_F(SnapshotCsv, InputThatIsNotASnapshotIsRefusedByName) {
             std::string::npos);
 }
 
+// A snapshot pickled with protocol 0 or 1 (text opcodes, no PROTO) converts
+// to the same lines as with protocol 5.
+TEST_F(SnapshotCsv, ProtocolsZeroAndOneConvertLikeProtocolFive) {
+  convert_torch_snapshot_file(write_plain("s5.pickle", testing_support::python5_snapshot_pickle()), path("s5.csv"));
+  const std::string want = read_bytes(path("s5.csv"));
+  EXPECT_EQ(lines_of(want).size(), 4u);  // the header, the alloc and its two frees
+  convert_torch_snapshot_file(write_plain("s0.pickle", testing_support::python0_snapshot_pickle()), path("s0.csv"));
+  EXPECT_EQ(read_bytes(path("s0.csv")), want);
+  convert_torch_snapshot_file(write_plain("s1.pickle", testing_support::python1_snapshot_pickle()), path("s1.csv"));
+  EXPECT_EQ(read_bytes(path("s1.csv")), want);
+}
+
 }  // namespace
 }  // namespace genesis::debug

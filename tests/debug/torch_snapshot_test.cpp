@@ -167,5 +167,34 @@ TEST_F(TorchSnapshotFile, ReadTraceReadsPickledSnapshots) {
   EXPECT_EQ(read_trace(write_plain("t.csv", "time_us,action,addr,size,stream\n0,alloc,16,8,0\n")).counts.alloc, 1u);
 }
 
+// Protocols 0 and 1 declare no protocol; a pickled dict is told from a CSV
+// trace by how it opens, and reads as the same trace as protocol 5.
+TEST_F(TorchSnapshotFile, ProtocolsZeroAndOneAreSnapshotsToo) {
+  const Trace five = read_trace(write_plain("s5.pickle", kSnapshot5));
+  int k = 0;
+  for (const std::string* bytes :
+       {&testing_support::python0_snapshot_pickle(), &testing_support::python1_snapshot_pickle()}) {
+    SCOPED_TRACE(k);
+    const std::string name = "s" + std::to_string(k++) + ".pickle";
+    const Trace t = read_trace(write_plain(name, *bytes));
+    ASSERT_EQ(t.events.size(), five.events.size());
+    for (std::size_t i = 0; i < t.events.size(); ++i) {
+      EXPECT_EQ(t.events[i].op, five.events[i].op) << i;
+      EXPECT_EQ(t.events[i].size, five.events[i].size) << i;
+    }
+    EXPECT_EQ(t.time_us, five.time_us);
+    EXPECT_EQ(t.sites.at(t.event_site.at(0)), "train.py:42 in step");
+    EXPECT_EQ(t.counts.free_completed, 1u);
+    const std::string gz = write_gzip(name + ".gz", *bytes);
+    if (!gz.empty()) {
+      EXPECT_EQ(read_trace(gz).counts.alloc, 1u);
+    }
+  }
+  EXPECT_TRUE(looks_like_pickle(reinterpret_cast<const std::uint8_t*>("(dp0\n"), 5));
+  EXPECT_TRUE(looks_like_pickle(reinterpret_cast<const std::uint8_t*>("}q\x00("), 4));
+  EXPECT_FALSE(looks_like_pickle(reinterpret_cast<const std::uint8_t*>("time_us,"), 8));
+  EXPECT_FALSE(looks_like_pickle(reinterpret_cast<const std::uint8_t*>("\x80\x06"), 2));
+}
+
 }  // namespace
 }  // namespace genesis::debug

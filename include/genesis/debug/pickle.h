@@ -5,7 +5,8 @@
 // Note [Plain pickles]: a pickle is a program for a stack machine, and
 // unpickling an arbitrary one runs arbitrary code (GLOBAL + REDUCE call any
 // function). This reader executes only the opcodes that build plain data
-// (protocols 2 to 5, binary forms) and refuses every other opcode, by name
+// (protocols 0 to 5, the text forms of 0 and 1 included: Note [Text opcodes]
+// in pickle_reader.cpp) and refuses every other opcode, by name
 // and offset, before anything of it is acted on. It never trusts the input:
 // every read is bounds-checked, every count is limited (PickleLimits), the
 // stack, the mark stack and the memo are checked on every use, and a
@@ -63,7 +64,8 @@ class Pickle {
   const PickleValue& root() const noexcept { return *root_; }
   /// Objects created while reading.
   std::size_t objects() const noexcept { return nodes_.size(); }
-  /// The pickle protocol it declared (0 when it declared none).
+  /// The pickle protocol it declared (0 when it declared none, as pickles of
+  /// protocols 0 and 1 do).
   int protocol() const noexcept { return protocol_; }
 
  private:
@@ -76,7 +78,7 @@ class Pickle {
 /// Reads one pickle from `data` (trailing bytes after its STOP are ignored,
 /// as pickle.loads does). Throws InvalidArgumentError naming the offset and
 /// the problem for any opcode outside plain data (GLOBAL, REDUCE, ...),
-/// protocols other than 2 to 5, truncated or malformed input, and input that
+/// protocols above 5, truncated or malformed input, and input that
 /// exceeds `limits`.
 Pickle parse_pickle(const std::uint8_t* data, std::size_t size, const PickleLimits& limits = {});
 

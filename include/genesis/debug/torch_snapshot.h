@@ -47,8 +47,10 @@ Trace read_torch_snapshot(const std::uint8_t* data, std::size_t size, const std:
 Trace read_torch_snapshot(std::string_view head, const std::function<std::size_t(char*, std::size_t)>& more,
                           const std::string& source, const TorchSnapshotOptions& options = {});
 
-/// True when `data` starts like a pickle of protocol 2 or later (what
-/// read_trace() checks to tell a snapshot from a CSV trace).
+/// True when `data` starts like a pickle the reader takes: the PROTO opcode
+/// of protocol 0 to 5, or, in protocols 0 and 1, which declare none, the
+/// opening of a pickled dict or list (what read_trace() checks to tell a
+/// snapshot from a CSV trace).
 bool looks_like_pickle(const std::uint8_t* data, std::size_t size) noexcept;
 
 }  // namespace genesis::debug
