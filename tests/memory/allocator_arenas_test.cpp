@@ -69,7 +69,9 @@ TEST(Arenas, TooManyArenasIsAnError) {
     CachingAllocator a(sim, with_arenas(CachingAllocator::kMaxArenas + 1));
     FAIL() << "expected InvalidArgumentError";
   } catch (const InvalidArgumentError& e) {
-    EXPECT_NE(std::string(e.what()).find("arenas must be at most 8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("AllocatorOptions::arenas is 9; expected a whole number from 0 to 8"),
+              std::string::npos)
+        << e.what();
   }
 }
 
