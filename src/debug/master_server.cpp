@@ -1,18 +1,14 @@
 // The master's HTTP server (Note [Master server] in distributed_monitor.h).
-#include <unistd.h>
-
 #include <chrono>
 #include <optional>
-#include <thread>
-
-#include <httplib.h>
+#include <memory>
 
 #include "genesis/core/error.h"
-#include "genesis/core/fork.h"
 #include "genesis/debug/distributed_monitor.h"
 #include "genesis/debug/metrics.h"
 #include "genesis/debug/node_report.h"
 #include "genesis/debug/report_auth.h"
+#include "http_server.h"
 #include "http_util.h"
 
 namespace genesis::debug {
@@ -21,9 +17,7 @@ struct MasterServer::Impl {
   MasterState& state;
   MasterServerOptions options;
   std::optional<ReportVerifier> verifier;
-  httplib::Server server;
-  std::thread thread;
-  int owner_pid = static_cast<int>(getpid());  // the process whose thread serves (Note [Fork])
+  std::unique_ptr<detail::HttpServer> server;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   int port = 0;
 
@@ -33,22 +27,21 @@ struct MasterServer::Impl {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
-  void reply(httplib::Response& res, int status, const std::string& reason, const std::string& message) {
+  void reply(detail::HttpResponse& res, int status, const std::string& reason, const std::string& message) {
     if (!reason.empty()) state.reject(reason);
     res.status = status;
-    res.set_content("{\"error\": \"" + escape_label_value(message) + "\"}\n", "application/json");
+    res.set("{\"error\": \"" + escape_label_value(message) + "\"}\n", "application/json");
   }
 
-  void handle_report(const httplib::Request& req, httplib::Response& res) {
+  void handle_report(const detail::HttpRequest& req, detail::HttpResponse& res) {
     if (req.body.size() > options.max_body_bytes) {
       reply(res, 413, "too_large", "report over " + std::to_string(options.max_body_bytes) + " bytes");
-      res.set_header("X-Genesis-Counted", "1");
       return;
     }
     if (verifier) {
       const AuthResult r =
-          verifier->check(req.get_header_value("X-Genesis-Timestamp"), req.get_header_value("X-Genesis-Nonce"),
-                          req.get_header_value("X-Genesis-Signature"), req.body, unix_seconds_now());
+          verifier->check(req.header("X-Genesis-Timestamp"), req.header("X-Genesis-Nonce"),
+                          req.header("X-Genesis-Signature"), req.body, unix_seconds_now());
       if (r != AuthResult::ok) {
         const char* reason = r == AuthResult::replayed ? "replayed" : r == AuthResult::stale ? "stale" : "unauthorized";
         reply(res, 401, reason, auth_result_text(r));
@@ -66,7 +59,7 @@ struct MasterServer::Impl {
       reply(res, 429, "", "too many nodes: the master keeps at most " + std::to_string(state.options().max_nodes));
       return;
     }
-    res.set_content("{\"ok\": true}\n", "application/json");
+    res.set("{\"ok\": true}\n", "application/json");
   }
 };
 
@@ -86,39 +79,35 @@ MasterServer::MasterServer(MasterState& state, MasterServerOptions options)
   }
   if (!o.token.empty()) m.verifier.emplace(o.token, o.signature_window_s);
 
-  httplib::Server& s = m.server;
-  const int threads = o.threads;
-  s.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
-  s.set_read_timeout(o.read_timeout_s, 0);
-  s.set_write_timeout(o.read_timeout_s, 0);
-  s.set_keep_alive_timeout(o.read_timeout_s);
-  // One more byte than the limit reaches the handler, which answers 413
-  // itself (and counts it); larger bodies httplib turns away unread.
-  s.set_payload_max_length(o.max_body_bytes + 1);
-  s.set_logger([&m](const httplib::Request&, const httplib::Response& res) {
-    if (res.status == 413 && !res.has_header("X-Genesis-Counted")) m.state.reject("too_large");
+  detail::HttpServerOptions http;
+  http.threads = o.threads;
+  http.request_timeout_s = o.read_timeout_s;
+  http.post_path = "/report";
+  http.max_body_bytes = o.max_body_bytes;
+  http.on_refused = [&m](int status) {
+    if (status == 413) m.state.reject("too_large");
+  };
+  m.server = std::make_unique<detail::HttpServer>(std::move(http));
+  detail::HttpServer& s = *m.server;
+  s.post([&m](const detail::HttpRequest& req, detail::HttpResponse& res) { m.handle_report(req, res); });
+  s.get("/metrics", [&m](const detail::HttpRequest&, detail::HttpResponse& res) {
+    res.set(m.state.metrics_text(m.now_s()), kMetricsContentType);
   });
-  s.Post("/report", [&m](const httplib::Request& req, httplib::Response& res) { m.handle_report(req, res); });
-  s.Get("/metrics", [&m](const httplib::Request&, httplib::Response& res) {
-    res.set_content(m.state.metrics_text(m.now_s()), kMetricsContentType);
+  s.get("/status", [&m](const detail::HttpRequest&, detail::HttpResponse& res) {
+    res.set(m.state.status_json(m.now_s()), "application/json");
   });
-  s.Get("/status", [&m](const httplib::Request&, httplib::Response& res) {
-    res.set_content(m.state.status_json(m.now_s()), "application/json");
+  s.get("/sd", [&m](const detail::HttpRequest&, detail::HttpResponse& res) {
+    res.set(m.state.service_discovery_json(), "application/json");
   });
-  s.Get("/sd", [&m](const httplib::Request&, httplib::Response& res) {
-    res.set_content(m.state.service_discovery_json(), "application/json");
-  });
-  s.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(
+  s.get("/", [](const detail::HttpRequest&, detail::HttpResponse& res) {
+    res.set(
         "<html><head><title>Genesis memory monitor</title></head><body><h1>Genesis memory monitor</h1>"
         "<p><a href=\"/metrics\">/metrics</a> <a href=\"/status\">/status</a> <a href=\"/sd\">/sd</a></p>"
         "</body></html>\n",
         "text/html");
   });
-  // Only reports are posted; every other method and path is read-only.
-  detail::refuse_unread_bodies(s, "/report");
-  m.port = detail::bind_server(s, o.bind, o.port, "--port");
-  detail::start_listening(m.server, m.thread);
+  m.port = s.bind(o.bind, o.port, "--port");
+  s.start();
 }
 
 MasterServer::~MasterServer() { stop(); }
@@ -128,10 +117,9 @@ int MasterServer::port() const noexcept { return impl_->port; }
 double MasterServer::now_s() const { return impl_->now_s(); }
 
 void MasterServer::stop() {
-  // A forked child must not shut down the listening socket it shares with
-  // the parent, nor join the parent's thread (Note [Fork]).
-  if (!in_forked_child(impl_->owner_pid)) impl_->server.stop();
-  join_or_forget(impl_->thread, impl_->owner_pid);
+  // In a forked child the server leaves the parent's socket and threads
+  // alone (Note [HTTP server]).
+  impl_->server->stop();
 }
 
 }  // namespace genesis::debug

@@ -7,56 +7,48 @@
 #include <mutex>
 #include <thread>
 
-#include <httplib.h>
-
 #include "genesis/core/error.h"
 #include "genesis/core/fork.h"
 #include "genesis/debug/memory_debugger.h"
 #include "genesis/debug/memory_metrics.h"
 #include "genesis/debug/metrics.h"
 #include "genesis/memory/device_allocators.h"
+#include "http_server.h"
 #include "http_util.h"
 
 namespace genesis::debug {
 
 struct MetricsServer::Impl {
-  httplib::Server server;
-  std::thread thread;
-  int owner_pid = static_cast<int>(getpid());  // the process whose thread serves
+  detail::HttpServer server{detail::HttpServerOptions{}};
 };
 
 MetricsServer::MetricsServer(const std::string& bind, int port, Render render, std::string title, std::string hint)
     : impl_(std::make_unique<Impl>()), bind_(bind) {
   detail::check_port(port, true, hint.c_str());
   if (!render) GENESIS_THROW(InvalidArgumentError, "MetricsServer needs a render function");
-  httplib::Server& s = impl_->server;
-  s.set_read_timeout(5, 0);
-  s.set_write_timeout(5, 0);
-  s.Get("/metrics", [render](const httplib::Request&, httplib::Response& res) {
+  detail::HttpServer& s = impl_->server;
+  s.get("/metrics", [render](const detail::HttpRequest&, detail::HttpResponse& res) {
     try {
-      res.set_content(render(), kMetricsContentType);
+      res.set(render(), kMetricsContentType);
     } catch (const std::exception& e) {
       res.status = 500;
-      res.set_content(std::string("cannot render metrics: ") + e.what() + "\n", "text/plain");
+      res.set(std::string("cannot render metrics: ") + e.what() + "\n", "text/plain");
     }
   });
   const std::string index = "<html><head><title>" + title + "</title></head><body><h1>" + title +
                             "</h1><p><a href=\"/metrics\">/metrics</a></p></body></html>\n";
-  s.Get("/", [index](const httplib::Request&, httplib::Response& res) { res.set_content(index, "text/html"); });
-  detail::refuse_unread_bodies(s, "");  // read-only: any other method gets 405 at once
-  port_ = detail::bind_server(s, bind, port, hint);
-  detail::start_listening(impl_->server, impl_->thread);
+  s.get("/", [index](const detail::HttpRequest&, detail::HttpResponse& res) { res.set(index, "text/html"); });
+  port_ = s.bind(bind, port, hint);
+  s.start();
 }
 
 MetricsServer::~MetricsServer() { stop(); }
 
 void MetricsServer::stop() {
   if (!impl_) return;
-  // In a forked child (Note [Fork]) the server thread is the parent's, and
-  // stopping would shut down the listening socket the two share: the
-  // parent's server would stop accepting. Forget the thread instead.
-  if (!in_forked_child(impl_->owner_pid)) impl_->server.stop();
-  join_or_forget(impl_->thread, impl_->owner_pid);
+  // In a forked child (Note [Fork]) the server leaves the parent's socket
+  // and threads alone (Note [HTTP server]).
+  impl_->server.stop();
 }
 
 // --- this process's endpoint --------------------------------------------------

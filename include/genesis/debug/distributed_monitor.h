@@ -2,13 +2,15 @@
 // worker's reporting loop (the state they share is distributed_master.h,
 // the report node_report.h, the signatures report_auth.h).
 //
-// Note [Master server]: one cpp-httplib server on one port:
+// Note [Master server]: one HTTP server (Note [HTTP server] in
+// src/debug/http_server.h) on one port:
 //   POST /report    a worker's report (signed when a token is set)
 //   GET  /metrics   every node's series plus genesis_node_up (read-only)
 //   GET  /status    JSON: nodes, devices, the job summary, counters
 //   GET  /sd        the Prometheus service-discovery JSON
-// Requests run on a pool of server threads with read and write timeouts, so
-// a slow or silent worker holds one thread for at most the timeout and never
+// Requests run on a pool of server threads; a request must arrive whole
+// within the read timeout and its head is bounded, so a slow, silent or
+// flooding client holds one thread for at most the timeout and never
 // blocks the others. Rejections: 413 for a body over the limit, 401 for a
 // missing or wrong signature, a stale timestamp or a replayed nonce, 400 for
 // malformed JSON or wrong types; each is counted and served on, never a
