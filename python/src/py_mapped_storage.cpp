@@ -87,7 +87,11 @@ A storage over a memory-mapped file, with numpy.memmap's modes:
     numpy.asarray(m)[:] = 1.0; m.flush(); m.close()
 
 close() flushes (r+, w+) and releases this handle; the mapping goes when no
-array or view uses it. Usable as a context manager (closes on exit).)doc")
+array or view uses it. Usable as a context manager (closes on exit).
+
+Only regular files map. The file must not shrink while mapped: reading or
+writing past its new end kills the interpreter with SIGBUS ("Bus error"), as
+with numpy.memmap; `python -X faulthandler` shows the line.)doc")
       .def(py::init(&make), py::arg("filename"), py::arg("shape") = py::none(), py::arg("dtype") = py::none(),
            py::arg("mode") = "r", py::arg("offset") = 0)
       .def_property_readonly("filename",

@@ -113,6 +113,26 @@ def test_shape_none_offset_and_errors(tmp_path):
         genesis.MappedStorage(12345, (1,), genesis.int32)
 
 
+def test_fifo_is_refused_at_once(tmp_path):
+    # Opening a FIFO for reading waits for a writer; the check must come
+    # first. A child process, so that a hang fails the test instead of
+    # stopping the suite.
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    code = (
+        "import genesis, sys\n"
+        "for mode in ('r', 'r+', 'c', 'w+'):\n"
+        "    try:\n"
+        f"        genesis.MappedStorage({str(fifo)!r}, (4,), genesis.uint8, mode=mode)\n"
+        "    except ValueError as e:\n"
+        "        assert 'is not a regular file (a FIFO)' in str(e), e\n"
+        "    else:\n"
+        "        sys.exit('mapped a FIFO')\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, env=CHILD_ENV)
+    assert p.returncode == 0, p.stderr
+
+
 def test_close_keeps_arrays_valid_and_flushes(tmp_path):
     path = tmp_path / "keep.bin"
     m = genesis.MappedStorage(path, (1000,), genesis.uint8, mode="w+")

@@ -32,7 +32,10 @@ MappedStorage::MappedStorage(std::string filename, std::vector<int64_t> shape, D
   int flags = O_RDONLY;
   if (mode_ == "r+") flags = O_RDWR;
   if (mode_ == "w+") flags = O_RDWR | O_CREAT | O_TRUNC;
-  const int fd = ::open(filename_.c_str(), flags | O_CLOEXEC, 0644);
+  // O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer,
+  // possibly forever, before the check below can refuse it. It changes
+  // nothing for a regular file.
+  const int fd = ::open(filename_.c_str(), flags | O_CLOEXEC | O_NONBLOCK, 0644);
   if (fd < 0) {
     const int err = errno;
     GENESIS_THROW(InvalidArgumentError, "MappedStorage: cannot open '", filename_, "' in mode '", mode_,
@@ -43,28 +46,33 @@ MappedStorage::MappedStorage(std::string filename, std::vector<int64_t> shape, D
     if (oom) GENESIS_THROW(OutOfMemoryError, msg);
     GENESIS_THROW(InvalidArgumentError, msg);
   };
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    fail(genesis::detail::str_cat("MappedStorage: fstat('", filename_, "') failed: ", std::strerror(errno)));
+  }
+  // Only a regular file maps as data: a directory's size is not its
+  // contents (mmap then fails with an unhelpful "No such device"), a FIFO or
+  // a device has no size to check, and "w+" cannot size either.
+  if (!S_ISREG(st.st_mode)) {
+    const char* kind = S_ISDIR(st.st_mode)    ? " (a directory)"
+                       : S_ISFIFO(st.st_mode) ? " (a FIFO)"
+                       : S_ISCHR(st.st_mode)  ? " (a character device)"
+                       : S_ISBLK(st.st_mode)  ? " (a block device)"
+                       : S_ISSOCK(st.st_mode) ? " (a socket)"
+                                              : "";
+    fail(genesis::detail::str_cat("MappedStorage: '", filename_, "' is not a regular file", kind,
+                                  "; expected a file to map"));
+  }
   if (mode_ == "w+") {
     if (::ftruncate(fd, static_cast<off_t>(end)) != 0) {
       fail(genesis::detail::str_cat("MappedStorage: cannot size '", filename_, "' to ", end, " bytes: ",
                            std::strerror(errno)));
     }
-  } else {
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      fail(genesis::detail::str_cat("MappedStorage: fstat('", filename_, "') failed: ", std::strerror(errno)));
-    }
-    // Only a regular file maps as data: a directory's size is not its
-    // contents (mmap then fails with an unhelpful "No such device").
-    if (!S_ISREG(st.st_mode)) {
-      fail(genesis::detail::str_cat("MappedStorage: '", filename_, "' is not a regular file",
-                                    S_ISDIR(st.st_mode) ? " (a directory)" : "", "; expected a file to map"));
-    }
+  } else if (static_cast<std::size_t>(st.st_size) < end) {
     // Touching a mapped page past the end of the file raises SIGBUS, so a
     // short file must be refused up front.
-    if (static_cast<std::size_t>(st.st_size) < end) {
-      fail(genesis::detail::str_cat("MappedStorage: file '", filename_, "' has ", st.st_size, " bytes but offset ",
-                           offset_, " + ", nbytes_, " bytes needs ", end, " bytes"));
-    }
+    fail(genesis::detail::str_cat("MappedStorage: file '", filename_, "' has ", st.st_size, " bytes but offset ",
+                                  offset_, " + ", nbytes_, " bytes needs ", end, " bytes"));
   }
   if (nbytes_ > 0) {
     // mmap's offset must be a multiple of the page size: map from the page

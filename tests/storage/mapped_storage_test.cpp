@@ -2,6 +2,7 @@
 #include "genesis/storage/mapped_storage.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -188,6 +189,25 @@ TEST(MappedStorageTest, MissingFileNamesPathAndReason) {
     EXPECT_NE(msg.find("No such file or directory"), std::string::npos) << msg;
   }
   EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(MappedStorageTest, FifoAndDeviceAreRefusedNotWaitedOn) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const auto fifo = dir.file("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Opening a FIFO for reading waits for a writer: without one the test
+  // would hang, so run it in a child that an alarm ends after 10 s.
+  const int status = run_in_child([&] {
+    ::alarm(10);
+    for (const char* mode : {"r", "r+", "c", "w+"}) {
+      const auto msg = error_message([&] { MappedStorage(fifo, {4}, DType::kUInt8, mode); });
+      if (msg.find("is not a regular file (a FIFO)") == std::string::npos) return 1;
+    }
+    const auto msg = error_message([] { MappedStorage("/dev/null", {4}, DType::kUInt8, "w+"); });
+    return msg.find("is not a regular file (a character device)") == std::string::npos ? 2 : 0;
+  });
+  EXPECT_EQ(status, 0);
 }
 
 TEST(MappedStorageTest, NegativeOffsetAndDimsAreRejected) {

@@ -21,7 +21,14 @@ namespace genesis::storage {
 /// The mode is a string rather than a char because "r+" and "w+" are two
 /// characters. Move-only; close() or the destructor releases the mapping.
 /// Every failure throws InvalidArgumentError (with the path and strerror for
-/// system calls), except an mmap ENOMEM, which is OutOfMemoryError.
+/// system calls), except an mmap ENOMEM, which is OutOfMemoryError. Only
+/// regular files map (a FIFO, device or directory is refused, never waited
+/// on).
+/// The file must not shrink while it is mapped: touching a page past its new
+/// end raises SIGBUS, which ends the process, as with numpy.memmap or any
+/// mmap. The size is checked when the file is opened; a later truncation by
+/// another process cannot become an exception without a process-wide signal
+/// handler, which a library must not install.
 class MappedStorage {
  public:
   /// Opens and maps `filename`. `offset` need not be page aligned, nor a
