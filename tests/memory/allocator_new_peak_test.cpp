@@ -421,5 +421,64 @@ TEST_F(NewPeakTest, APeakGrowsOnlyWhenNoFreePageCouldBeGivenBack) {
   }
 }
 
+// Below the mark too, a request that cached blocks would serve does not map
+// new pages (Note [No new pages while caches hold blocks]): the 256 KiB
+// blocks cached from the one small page go back, merge, and the 512 KiB
+// request lands on that page instead of mapping the next one.
+TEST_F(NewPeakTest, CachedBlocksGoBackBeforeThePoolMapsNewPagesBelowItsPeak) {
+  for (const bool reversed : {false, true}) {
+    auto a = make();
+    void* big = a->allocate(8 * MiB);
+    a->deallocate(big);
+    a->empty_cache();  // the mark stays at 8 MiB; nothing is mapped
+    ASSERT_EQ(reserved(*a), 0);
+    std::vector<void*> small;
+    for (int i = 0; i < 8; ++i) small.push_back(a->allocate(256 * KiB));
+    ASSERT_EQ(reserved(*a), static_cast<std::int64_t>(2 * MiB));
+    // Either order of frees leaves the whole page cached.
+    if (reversed) std::reverse(small.begin(), small.end());
+    for (void* p : small) a->deallocate(p);
+    ASSERT_EQ(count_blocks(a->snapshot(), "thread_cached"), 8u);
+
+    void* p = a->allocate(512 * KiB);
+    EXPECT_EQ(reserved(*a), static_cast<std::int64_t>(2 * MiB));
+    EXPECT_EQ(count_blocks(a->snapshot(), "thread_cached"), 0u);
+    const std::uintptr_t page0 = std::min(addr_of(small.front()), addr_of(small.back()));
+    EXPECT_GE(addr_of(p), page0);
+    EXPECT_LT(addr_of(p), page0 + 2 * MiB);
+    a->check_invariants();
+    a->deallocate(p);
+  }
+}
+
+// With the cache off the program above maps one page; with the cache on it
+// must not map more than that (the cache never makes the pool map pages).
+TEST_F(NewPeakTest, RandomSmallSizesReserveNoMoreWithTheCacheThanWithout) {
+  auto run = [&](bool cache) {
+    AllocatorOptions o;
+    o.thread_cache = cache;
+    auto a = make(o, 4 * GiB);
+    std::mt19937_64 rng(7);
+    std::vector<void*> live;
+    for (int i = 0; i < 20000; ++i) {
+      if (!live.empty() && rng() % 100 < 49) {
+        const std::size_t k = rng() % live.size();
+        a->deallocate(live[k]);
+        live[k] = live.back();
+        live.pop_back();
+      } else {
+        live.push_back(a->allocate(1 + rng() % MiB));
+      }
+    }
+    const double ratio = static_cast<double>(peak_reserved(*a)) /
+                         static_cast<double>(a->stats().requested_bytes[kStatAggregate].peak);
+    a->check_invariants();
+    for (void* p : live) a->deallocate(p);
+    return ratio;
+  };
+  const double without = run(false), with = run(true);
+  EXPECT_LT(with, without * 1.03) << "with the cache " << with << ", without " << without;
+}
+
 }  // namespace
 }  // namespace genesis::memory
