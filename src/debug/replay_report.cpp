@@ -59,7 +59,9 @@ std::string format_trace_summary(const Trace& trace) {
   std::string out;
   out += "trace: " + trace.source + "\n";
   out += "  lines: " + format_thousands(c.lines) + " (alloc " + format_thousands(c.alloc) + ", free_requested " +
-         format_thousands(c.free_requested) + "; ignored: free_completed " + format_thousands(c.free_completed) +
+         format_thousands(c.free_requested) +
+         (c.completed_frees > 0 ? ", free_completed that freed a block " + format_thousands(c.completed_frees) : "") +
+         "; ignored: free_completed " + format_thousands(c.free_completed - c.completed_frees) +
          ", segment_alloc " + format_thousands(c.segment_alloc) + ", segment_free " +
          format_thousands(c.segment_free) + ", oom " + format_thousands(c.oom);
   if (c.other_ignored > 0) out += ", other " + format_thousands(c.other_ignored);

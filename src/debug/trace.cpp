@@ -80,6 +80,26 @@ void TraceBuilder::free(std::uintptr_t addr, StreamId stream, std::uint64_t time
   note_no_site();
 }
 
+bool TraceBuilder::complete_free(std::uintptr_t addr, StreamId stream) {
+  if (live_.find(addr) == live_.end()) return false;
+  add_free(addr, stream);
+  --trace_.counts.free_requested;  // add_free counted a free_requested line
+  ++trace_.counts.completed_frees;
+  note_no_time();
+  note_no_site();
+  return true;
+}
+
+bool TraceBuilder::complete_free(std::uintptr_t addr, StreamId stream, std::uint64_t time_us) {
+  if (live_.find(addr) == live_.end()) return false;
+  add_free(addr, stream);
+  --trace_.counts.free_requested;
+  ++trace_.counts.completed_frees;
+  note_time(time_us);
+  note_no_site();
+  return true;
+}
+
 void check_trace(const Trace& t) {
   const std::size_t n = t.events.size();
   GENESIS_CHECK(t.num_slots >= 1, t.source, ": a trace needs num_slots >= 1 (slot 0 is the null slot)");
@@ -364,6 +384,8 @@ Action parse_action(std::string_view s) noexcept {
   if (s == "alloc") return Action::kAlloc;
   if (s == "free_requested") return Action::kFreeRequested;
   if (s == "free_completed") return Action::kFreeCompleted;
+  // What a trace written by hand or by another tool calls a release.
+  if (s == "free") return Action::kFreeRequested;
   if (s == "segment_alloc") return Action::kSegmentAlloc;
   if (s == "segment_free") return Action::kSegmentFree;
   if (s == "empty_cache") return Action::kEmptyCache;
@@ -633,7 +655,7 @@ class Parser {
     const Action action = parse_action(action_text);
     if (action == Action::kUnknown) {
       fail(text, "unknown action '" + std::string(action_text) +
-                     "' (expected alloc, free_requested, free_completed, segment_alloc, segment_free, "
+                     "' (expected alloc, free (or free_requested), free_completed, segment_alloc, segment_free, "
                      "segment_map, segment_unmap, snapshot, empty_cache or oom)");
     }
     const std::uint64_t addr = number(text, kAddr, true);
@@ -667,7 +689,14 @@ class Parser {
           builder_.free(addr, stream);
         }
         break;
-      case Action::kFreeCompleted: ++counts.free_completed; break;
+      case Action::kFreeCompleted:
+        ++counts.free_completed;
+        if (timed) {
+          builder_.complete_free(addr, stream, time_us);
+        } else {
+          builder_.complete_free(addr, stream);
+        }
+        break;
       case Action::kSegmentAlloc: ++counts.segment_alloc; break;
       case Action::kSegmentFree: ++counts.segment_free; break;
       case Action::kEmptyCache:

@@ -124,6 +124,45 @@ struct BadLine {
   std::string what;
 };
 
+// A trace written by hand or by another tool may call a release "free", or
+// record only free_completed: both free the block, and the replay sees the
+// same events as from PyTorch's free_requested lines.
+TEST_F(TraceReadTest, FreeAndLoneFreeCompletedReleaseBlocks) {
+  const std::string header = "time_us,action,addr,size,stream\n";
+  const std::string body = "1,alloc,4096,1000,0\n2,alloc,8192,3000,0\n3,X,4096,1000,0\n4,alloc,12288,500,0\n";
+  for (const std::string action : {"free", "free_completed", "free_requested"}) {
+    SCOPED_TRACE(action);
+    std::string text = header + body;
+    text.replace(text.find(",X,"), 3, "," + action + ",");
+    const Trace t = read_trace(write_plain(action + ".csv", text));
+    ASSERT_EQ(t.events.size(), 4u);
+    EXPECT_EQ(t.events[2].op, TraceOp::kFree);
+    EXPECT_EQ(t.events[2].slot, t.events[0].slot);
+    EXPECT_EQ(t.events[3].slot, t.events[0].slot);  // the freed slot is reused
+    EXPECT_EQ(t.peak_live_bytes, 4000u);
+    EXPECT_EQ(t.counts.live_at_end, 2u);
+    EXPECT_EQ(t.counts.unknown_frees, 0u);
+    EXPECT_EQ(t.counts.completed_frees, action == "free_completed" ? 1u : 0u);
+    EXPECT_EQ(t.counts.free_requested, action == "free_completed" ? 0u : 1u);
+  }
+}
+
+// PyTorch writes free_requested and later free_completed for one block: it
+// is freed once; the free_completed lines find no live block at the address
+// and change nothing (nor count as unknown frees).
+TEST_F(TraceReadTest, FreeCompletedAfterFreeRequestedFreesNothingMore) {
+  const Trace t = read_trace(write_plain("both.csv",
+                                         "time_us,action,addr,size,stream\n"
+                                         "1,alloc,4096,1000,0\n"
+                                         "2,free_requested,4096,1000,0\n"
+                                         "3,free_completed,4096,1000,0\n"
+                                         "4,free_completed,4096,1000,0\n"));
+  ASSERT_EQ(t.events.size(), 2u);
+  EXPECT_EQ(t.counts.completed_frees, 0u);
+  EXPECT_EQ(t.counts.free_completed, 2u);
+  EXPECT_EQ(t.counts.unknown_frees, 0u);
+}
+
 TEST_F(TraceReadTest, MalformedLinesNameFileLineAndProblem) {
   const std::string header = "time_us,action,addr,size,stream\n";
   const std::string ok = "1,alloc,4096,100,0\n";

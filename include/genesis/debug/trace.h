@@ -84,7 +84,8 @@ struct TraceCounts {
   std::uint64_t lines = 0;           ///< data lines (without header, blank and '#' lines)
   std::uint64_t alloc = 0;
   std::uint64_t free_requested = 0;
-  std::uint64_t free_completed = 0;  ///< ignored by the replay
+  std::uint64_t free_completed = 0;  ///< ignored by the replay, except for a block no free_requested freed
+  std::uint64_t completed_frees = 0; ///< free_completed lines that freed a block (no free_requested before)
   std::uint64_t segment_alloc = 0;   ///< ignored
   std::uint64_t segment_free = 0;    ///< ignored (see empty_cache)
   /// empty_cache events (Note [Released caches]): lines of the action, or
@@ -167,6 +168,13 @@ class TraceBuilder {
   void free(std::uintptr_t addr, StreamId stream = 0);
   /// The same at `time_us`.
   void free(std::uintptr_t addr, StreamId stream, std::uint64_t time_us);
+  /// A free_completed of `addr`: the allocator took the block back. PyTorch
+  /// writes a free_requested first, which already freed it, and then this
+  /// does nothing; a trace that only has free_completed lines (written by
+  /// another tool) frees its blocks here instead of keeping them all live.
+  /// Returns whether it freed one.
+  bool complete_free(std::uintptr_t addr, StreamId stream);
+  bool complete_free(std::uintptr_t addr, StreamId stream, std::uint64_t time_us);
   // Mixing events with and without time stamps is allowed: an event without
   // one takes the time of the event before it (before the first time stamp:
   // that time stamp). Likewise an event without a site has site 0.
