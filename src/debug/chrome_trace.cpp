@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "genesis/debug/reports.h"
+#include "report_util.h"
 
 namespace genesis::debug {
 
@@ -109,7 +110,7 @@ std::string chrome_trace_json(const std::vector<memory::MemoryEvent>& events, co
                    {"args", {{"size", e.size}, {"block_size", e.block_size}, {"address", format_address(e.address)},
                              {"stream", e.stream}, {"cache_hit", e.cache_hit}, {"live_at_end", true}}}});
   }
-  return json{{"traceEvents", std::move(out)}, {"displayTimeUnit", "ms"}}.dump();
+  return genesis::debug::detail::json_text(json{{"traceEvents", std::move(out)}, {"displayTimeUnit", "ms"}});
 }
 
 std::string chrome_trace_json(const MemoryProfiler& profiler) {
@@ -134,7 +135,7 @@ std::string chrome_trace_json(const MemoryProfiler& profiler) {
     }
     ++pid;
   }
-  return json{{"traceEvents", std::move(out)}, {"displayTimeUnit", "ms"}}.dump();
+  return genesis::debug::detail::json_text(json{{"traceEvents", std::move(out)}, {"displayTimeUnit", "ms"}});
 }
 
 }  // namespace genesis::debug

@@ -36,6 +36,10 @@ std::string utc_timestamp() {
   return buf;
 }
 
+std::string json_text(const json& j, int indent) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
 }  // namespace detail
 
 namespace {
@@ -217,13 +221,13 @@ json fragment_json(const FragmentationAnalyzer& analyzer, std::size_t max_sample
 
 std::string profile_report_json(const MemoryProfiler& profiler, const std::string& source_description,
                                 std::size_t max_history_points) {
-  return profile_json(profiler, source_description, max_history_points).dump(2);
+  return detail::json_text(profile_json(profiler, source_description, max_history_points), 2);
 }
 
-std::string oom_report_json(const OOMDetector& detector) { return oom_json(detector).dump(2); }
-std::string leak_report_json(const LeakDetector& detector) { return leak_json(detector).dump(2); }
+std::string oom_report_json(const OOMDetector& detector) { return detail::json_text(oom_json(detector), 2); }
+std::string leak_report_json(const LeakDetector& detector) { return detail::json_text(leak_json(detector), 2); }
 std::string fragment_report_json(const FragmentationAnalyzer& analyzer, std::size_t max_samples) {
-  return fragment_json(analyzer, max_samples).dump(2);
+  return detail::json_text(fragment_json(analyzer, max_samples), 2);
 }
 
 std::string status_report_json(const MemoryDebugger& d) {
@@ -246,7 +250,7 @@ std::string status_report_json(const MemoryDebugger& d) {
   if (d.oom_detector()) out["oom"] = oom_json(*d.oom_detector());
   if (d.leak_detector()) out["leak"] = leak_json(*d.leak_detector());
   if (d.fragmentation()) out["fragment"] = fragment_json(*d.fragmentation(), kStatusPoints);
-  return out.dump(2);
+  return detail::json_text(out, 2);
 }
 
 }  // namespace genesis::debug

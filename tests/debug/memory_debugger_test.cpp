@@ -214,6 +214,18 @@ TEST_F(ReportsTest, HtmlIsSelfContained) {
   }
 }
 
+TEST_F(ReportsTest, SourceNamesThatAreNotUtf8StillGiveReports) {
+  // A trace's path is any bytes on Linux, and it names the source in every
+  // report: a byte that is not UTF-8 becomes U+FFFD, the report is written.
+  const std::string name = "trace bad\xff.csv";
+  const json p = json::parse(profile_report_json(profiler, name));
+  EXPECT_EQ(p["source"].get<std::string>(), "trace bad\xef\xbf\xbd.csv");
+  std::vector<memory::MemoryEvent> events(1);
+  events[0] = {2000, 0x100, 1000, 1024, 0, 50, 1, memory::EventAction::kAlloc, false};
+  const json t = json::parse(chrome_trace_json(events, name));
+  EXPECT_EQ(t["traceEvents"][0]["args"]["name"].get<std::string>(), "trace bad\xef\xbf\xbd.csv");
+}
+
 TEST_F(ReportsTest, ChromeTraces) {
   using memory::EventAction;
   std::vector<memory::MemoryEvent> events(5);

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_text.h"
 #include "command.h"
 #include "genesis/core/error.h"
 #include "genesis/debug/replay_report.h"
@@ -59,7 +60,7 @@ int run_convert(const ConvertArgs& args) {
     if (args.json) {
       const json summary{{"input", args.in}, {"output", args.out}, {"device", r.device},
                          {"entries", r.entries}, {"rows", r.rows},    {"annotations", r.annotations}};
-      std::fprintf(stderr, "%s\n", summary.dump(2).c_str());
+      std::fprintf(stderr, "%s\n", summary.dump(2, ' ', false, kBadUtf8).c_str());
     } else {
       std::fprintf(stderr, "%s: device %d, %s entries -> %s: %s lines\n", args.in.c_str(), r.device,
                    debug::format_thousands(r.entries).c_str(), args.out.c_str(),
@@ -89,7 +90,7 @@ int run_convert(const ConvertArgs& args) {
                      {"other_ignored", c.other_ignored},
                      {"unknown_frees", c.unknown_frees},
                      {"live_at_end", c.live_at_end}}}};
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", out.dump(2, ' ', false, kBadUtf8).c_str());
     return 0;
   }
   std::printf("%s: device %d, %s entries -> %s: %s lines", args.in.c_str(), r.device,

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_text.h"
 #include "command.h"
 #include "genesis/core/bytes.h"
 #include "genesis/core/error.h"
@@ -174,7 +175,7 @@ int run_replay(const ReplayArgs& args) {
                           {"path", debug::reference_path_for(args.trace)},
                           {"results", refs}};
     }
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", out.dump(2, ' ', false, kBadUtf8).c_str());
     return report_out_of_memory(args.trace, results);
   }
 

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_text.h"
 #include "genesis/core/error.h"
 #include "genesis/debug/replay_corpus.h"
 #include "genesis/debug/replay_report.h"
@@ -180,7 +181,7 @@ int run_replay_corpus(const CorpusRunArgs& args) {
   }
 
   if (args.json) {
-    std::printf("%s\n", report_json(args, names, rows, corpus, errors).dump(2).c_str());
+    std::printf("%s\n", report_json(args, names, rows, corpus, errors).dump(2, ' ', false, kBadUtf8).c_str());
   } else {
     std::string text = "corpus: " + args.dir + " (" + std::to_string(corpus.traces.size()) + " trace" +
                        (corpus.traces.size() == 1 ? "" : "s") + "), device " +

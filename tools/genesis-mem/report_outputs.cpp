@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_text.h"
 #include "genesis/core/error.h"
 #include "genesis/debug/reports.h"
 #include "report_format.h"
@@ -187,7 +188,7 @@ int write_outputs(const Outputs& o, const std::string& report_json, const debug:
     char tmpl[] = "/tmp/genesis-mem-plot-XXXXXX";
     const int fd = ::mkstemp(tmpl);
     if (fd < 0) return report_failure(std::string("cannot create a temporary file: ") + std::strerror(errno));
-    const std::string text = data.dump();
+    const std::string text = data.dump(-1, ' ', false, kBadUtf8);
     const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
     ::close(fd);
     std::string error = ok ? run_plotter(script, tmpl, png) : "cannot write a temporary file";
