@@ -48,7 +48,7 @@ bool is_token(std::string_view s) {
   return true;
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view strip_blanks(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   return s;
@@ -180,7 +180,7 @@ HttpHead parse_http_head(std::string_view head) {
       return fail(400, "malformed header line " + std::to_string(number) + " " + quoted(h) +
                            ": expected 'Name: value'");
     }
-    r.headers.emplace_back(std::string(h.substr(0, colon)), std::string(trim(h.substr(colon + 1))));
+    r.headers.emplace_back(std::string(h.substr(0, colon)), std::string(strip_blanks(h.substr(colon + 1))));
   }
   return out;
 }
