@@ -56,7 +56,7 @@ std::string_view strip_blanks(std::string_view s) {
 
 // Printable text of client bytes for an error message: at most 60
 // characters, control bytes as \xNN.
-std::string quoted(std::string_view s) {
+std::string quote_text(std::string_view s) {
   std::string out = "'";
   for (std::size_t i = 0; i < s.size() && i < 60; ++i) {
     const auto u = static_cast<unsigned char>(s[i]);
@@ -149,19 +149,19 @@ HttpHead parse_http_head(std::string_view head) {
   const std::size_t sp1 = line.find(' ');
   const std::size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
   if (sp1 == std::string_view::npos || sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != line.npos) {
-    return fail(400, "malformed request line " + quoted(line) + ": expected 'METHOD /path HTTP/1.1'");
+    return fail(400, "malformed request line " + quote_text(line) + ": expected 'METHOD /path HTTP/1.1'");
   }
   HttpRequest& r = out.request;
   r.method = std::string(line.substr(0, sp1));
   r.target = std::string(line.substr(sp1 + 1, sp2 - sp1 - 1));
   r.version = std::string(line.substr(sp2 + 1));
-  if (!is_token(r.method)) return fail(400, "malformed method " + quoted(r.method) + " in the request line");
+  if (!is_token(r.method)) return fail(400, "malformed method " + quote_text(r.method) + " in the request line");
   if (r.target.empty() || (r.target[0] != '/' && r.target != "*")) {
-    return fail(400, "malformed request target " + quoted(r.target) + ": expected a path starting with '/'");
+    return fail(400, "malformed request target " + quote_text(r.target) + ": expected a path starting with '/'");
   }
   if (r.version.size() != 8 || r.version.compare(0, 5, "HTTP/") != 0 || std::isdigit(static_cast<unsigned char>(r.version[5])) == 0 ||
       r.version[6] != '.' || std::isdigit(static_cast<unsigned char>(r.version[7])) == 0) {
-    return fail(400, "malformed HTTP version " + quoted(r.version) + ": expected HTTP/1.1 or HTTP/1.0");
+    return fail(400, "malformed HTTP version " + quote_text(r.version) + ": expected HTTP/1.1 or HTTP/1.0");
   }
   if (r.version[5] != '1') return fail(505, "HTTP version " + r.version + " is not served: use HTTP/1.1 or HTTP/1.0");
   r.path = r.target.substr(0, r.target.find_first_of("?#"));
@@ -177,7 +177,7 @@ HttpHead parse_http_head(std::string_view head) {
     const std::size_t colon = h.find(':');
     // Folded continuation lines (obsolete since RFC 7230) are refused too.
     if (colon == std::string_view::npos || !is_token(h.substr(0, colon))) {
-      return fail(400, "malformed header line " + std::to_string(number) + " " + quoted(h) +
+      return fail(400, "malformed header line " + std::to_string(number) + " " + quote_text(h) +
                            ": expected 'Name: value'");
     }
     r.headers.emplace_back(std::string(h.substr(0, colon)), std::string(strip_blanks(h.substr(colon + 1))));
@@ -357,7 +357,7 @@ struct HttpServer::Impl {
         return refuse(fd, &req, 411, "a POST to " + options.post_path + " needs a Content-Length header");
       }
       if (!std::all_of(length_text.begin(), length_text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        return refuse(fd, &req, 400, "Content-Length " + quoted(length_text) + " is not a byte count");
+        return refuse(fd, &req, 400, "Content-Length " + quote_text(length_text) + " is not a byte count");
       }
       // More digits than any size_t has are over every limit.
       const std::size_t length = length_text.size() <= 18 ? std::stoull(length_text) : static_cast<std::size_t>(-1);
@@ -396,7 +396,7 @@ struct HttpServer::Impl {
         if (r.path == req.path) handler = &r.handler;
       }
       if (handler == nullptr) {
-        return refuse(fd, &req, 404, "no page " + quoted(req.path) + " here: the pages are " + page_list());
+        return refuse(fd, &req, 404, "no page " + quote_text(req.path) + " here: the pages are " + page_list());
       }
     }
     try {
