@@ -432,3 +432,25 @@ def test_shipped_prometheus_rules_are_valid():
     for name in ("GenesisMemoryOOMRiskHigh", "GenesisMemoryOOMRiskCritical", "GenesisMemoryLeak",
                  "GenesisMemoryImbalance", "GenesisNodeDown"):
         assert name in rules.read_text()
+
+
+def test_worker_metrics_endpoint_on_ipv6_is_a_valid_target(tmp_path):
+    # Prometheus targets and URLs put an IPv6 address in brackets: "::1:9464"
+    # is no target.
+    from genesis.tools.memory import DistributedMemoryMonitor, Trace
+
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback")
+    trace = Trace(hold_trace(tmp_path / "t.csv", 10), speed=1, capacity=CAPACITY)
+    with DistributedMemoryMonitor("master", port=0, token=TOKEN) as master:
+        with DistributedMemoryMonitor("worker", port=master.port, master_host="127.0.0.1", token=TOKEN, source=trace,
+                                      interval=0.2, node_name="v6", metrics_port=0, metrics_bind="::1") as worker:
+            endpoint = worker.metrics_endpoint
+            assert endpoint.startswith("[::1]:"), endpoint
+            code, text = http(f"http://{endpoint}/metrics")
+            assert code == 200 and "genesis_memory_total_bytes" in text
+            wait_for(lambda: master.status()["nodes"], 5, "a report")
+            assert master.status()["nodes"][0]["metrics_endpoint"] == endpoint

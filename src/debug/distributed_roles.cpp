@@ -86,7 +86,7 @@ DistributedWorker::DistributedWorker(MemorySource& source, WorkerConfig config, 
     // A wildcard address is no address to scrape: give the host's name.
     const std::string& b = config_.metrics_bind;
     const std::string host = (b == "0.0.0.0" || b == "::") ? host_name() : b;
-    endpoint_ = host + ":" + std::to_string(metrics_->port());
+    endpoint_ = host_port(host, metrics_->port());
   }
 }
 

@@ -51,6 +51,11 @@ void MetricsServer::stop() {
   impl_->server.stop();
 }
 
+std::string host_port(const std::string& host, int port) {
+  const bool ipv6 = host.find(':') != std::string::npos && host.front() != '[';
+  return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 // --- this process's endpoint --------------------------------------------------
 
 namespace {

@@ -196,5 +196,13 @@ TEST(HttpServer, MetricsEndpointRefusesFloodsAndNamesItsPages) {
   EXPECT_EQ(body_of(ok), "genesis_up 1\n") << ok;
 }
 
+TEST(HttpServer, HostPortBracketsIpv6) {
+  EXPECT_EQ(host_port("127.0.0.1", 9464), "127.0.0.1:9464");
+  EXPECT_EQ(host_port("node-3", 80), "node-3:80");
+  EXPECT_EQ(host_port("::1", 9464), "[::1]:9464");
+  EXPECT_EQ(host_port("fe80::1", 1), "[fe80::1]:1");
+  EXPECT_EQ(host_port("[::1]", 2), "[::1]:2");
+}
+
 }  // namespace
 }  // namespace genesis::debug

@@ -20,6 +20,7 @@
 #include "command.h"
 #include "genesis/core/error.h"
 #include "genesis/debug/distributed_roles.h"
+#include "genesis/debug/metrics_server.h"
 #include "genesis/debug/reports.h"
 #include "interrupt.h"
 #include "report_outputs.h"
@@ -68,8 +69,8 @@ int run_master(const DistributedArgs& a) {
   debug::DistributedMaster master(config);
   debug::StopFlag& interrupted = install_interrupt_handler();
   if (!a.quiet) {
-    std::fprintf(stderr, "genesis-mem distributed: master on http://%s:%d (/metrics, /status)%s; Ctrl-C stops%s\n",
-                 a.bind.c_str(), master.port(), config.server.token.empty() ? ", unsigned reports (loopback)" : "",
+    std::fprintf(stderr, "genesis-mem distributed: master on http://%s (/metrics, /status)%s; Ctrl-C stops%s\n",
+                 debug::host_port(a.bind, master.port()).c_str(), config.server.token.empty() ? ", unsigned reports (loopback)" : "",
                  a.output.empty() ? "" : " and writes the report");
   }
   const bool tty = isatty(STDOUT_FILENO) != 0;

@@ -59,8 +59,8 @@ int run_exporter(const ExporterArgs& a) {
   debug::StopFlag& interrupted = install_interrupt_handler();
   debugger.start();
   if (!a.quiet) {
-    std::fprintf(stderr, "genesis-mem exporter: serving http://%s:%d/metrics for %s every %g s; Ctrl-C stops\n",
-                 a.bind.c_str(), server.port(), source->describe().c_str(), a.interval);
+    std::fprintf(stderr, "genesis-mem exporter: serving http://%s/metrics for %s every %g s; Ctrl-C stops\n",
+                 debug::host_port(a.bind, server.port()).c_str(), source->describe().c_str(), a.interval);
   }
   bool said_end = false;
   while (!interrupted.load()) {

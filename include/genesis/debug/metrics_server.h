@@ -44,6 +44,11 @@ class MetricsServer {
   int port_ = 0;
 };
 
+/// "host:port" as URLs and Prometheus targets write it: an IPv6 address in
+/// brackets ("[::1]:9464"), since its colons would otherwise run into the
+/// port's.
+std::string host_port(const std::string& host, int port);
+
 /// Starts this process's metrics endpoint (Note [Metrics endpoint]) and
 /// returns its port (useful with `port` 0). Throws InvalidArgumentError
 /// when one already runs, or for a port in use.
