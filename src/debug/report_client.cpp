@@ -1,8 +1,12 @@
 // The worker side of the distributed monitor: signed reports and the
 // reporting loop with backoff (Note [Worker backoff]).
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <thread>
 
@@ -53,7 +57,22 @@ SendResult ReportClient::send(const std::string& body) {
   httplib::Result res = impl_->client.Post("/report", headers, body, "application/json");
   if (!res) {
     const httplib::Error e = res.error();
-    const std::string why = e == httplib::Error::Connection ? "connection refused or timed out (is it running?)"
+    // httplib reports a host name that does not resolve as a failed
+    // connection; "is it running?" would send people to the wrong machine.
+    std::string unresolved;
+    if (e == httplib::Error::Connection) {
+      addrinfo hints{};
+      hints.ai_family = AF_UNSPEC;
+      hints.ai_socktype = SOCK_STREAM;
+      addrinfo* found = nullptr;
+      const int gai = ::getaddrinfo(options_.master_host.c_str(), nullptr, &hints, &found);
+      if (found != nullptr) ::freeaddrinfo(found);
+      if (gai != 0) {
+        unresolved = std::string("the host name does not resolve (") + ::gai_strerror(gai) + "): check --master-host";
+      }
+    }
+    const std::string why = !unresolved.empty()                 ? unresolved
+                            : e == httplib::Error::Connection ? "connection refused or timed out (is it running?)"
                             : e == httplib::Error::Read     ? "no answer (read timed out or connection closed)"
                             : e == httplib::Error::Write    ? "cannot send (connection closed)"
                                                             : httplib::to_string(e);
@@ -110,9 +129,9 @@ std::uint64_t run_worker(const FiguresCollector& collector, const WorkerOptions&
     ++failures;
     const double wait = backoff_seconds(options, failures - 1, unit(rng));
     if (log && r.error != last_error) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "; retrying in %.1f s", wait);
-      log(r.error + buf + " (backing off up to " + std::to_string(static_cast<int>(options.max_backoff_s)) + " s)");
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "; retrying in %.1f s (backing off up to %g s)", wait, options.max_backoff_s);
+      log(r.error + buf);
     }
     last_error = r.error;
     sleep_until_stop(wait);

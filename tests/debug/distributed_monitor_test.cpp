@@ -222,6 +222,18 @@ TEST(MasterServer, ServesSignedReportsAndTurnsAwayTheRest) {
   EXPECT_EQ(rejected.at("malformed"), 2u);
 }
 
+TEST(ReportClient, SaysWhenTheMasterHostDoesNotResolve) {
+  WorkerOptions w;
+  w.master_host = "no-such-host.invalid";  // .invalid never resolves (RFC 6761)
+  w.port = 29500;
+  w.timeout_s = 2;
+  ReportClient client(w);
+  const SendResult r = client.send("{}");
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("no-such-host.invalid:29500: the host name does not resolve"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("check --master-host"), std::string::npos) << r.error;
+}
+
 TEST(MasterServer, PortInUseAndOpenAddressesWithoutToken) {
   MasterState state;
   MasterServerOptions o;
