@@ -56,12 +56,18 @@ def test_stats_are_a_snapshot(host):
 def test_cache_hits_move(host):
     p = testing.host_allocate(8192)
     testing.host_free(p)
-    q = testing.host_allocate(8192)  # served from the cache
+    # The first request misses unless blocks that earlier tests in this
+    # process still hold keep a segment (with free room) that empty_cache()
+    # could not release; the second is served from the cache either way.
+    first = genesis.memory_stats("cpu")
+    assert first.num_cache_misses + first.num_cache_hits == 1
+    q = testing.host_allocate(8192)
     testing.host_free(q)
     stats = genesis.memory_stats("cpu")
     assert stats.num_allocations == 2
-    assert stats.num_cache_misses == 1 and stats.num_cache_hits == 1
-    assert stats.cache_hit_rate == pytest.approx(0.5)
+    assert stats.num_cache_hits == first.num_cache_hits + 1
+    assert stats.num_cache_misses == first.num_cache_misses
+    assert stats.cache_hit_rate == pytest.approx(stats.num_cache_hits / 2)
     assert stats.total_allocated == 2 * 8192
 
 
