@@ -69,32 +69,32 @@ void TraceBuilder::alloc_at_site(std::uintptr_t addr, std::uint64_t size, Stream
 }
 
 void TraceBuilder::free(std::uintptr_t addr, StreamId stream) {
+  ++trace_.counts.free_requested;
   add_free(addr, stream);
   note_no_time();
   note_no_site();
 }
 
 void TraceBuilder::free(std::uintptr_t addr, StreamId stream, std::uint64_t time_us) {
+  ++trace_.counts.free_requested;
   add_free(addr, stream);
   note_time(time_us);
   note_no_site();
 }
 
 bool TraceBuilder::complete_free(std::uintptr_t addr, StreamId stream) {
-  if (live_.find(addr) == live_.end()) return false;
-  add_free(addr, stream);
-  --trace_.counts.free_requested;  // add_free counted a free_requested line
+  if (!live_.contains(addr)) return false;
   ++trace_.counts.completed_frees;
+  add_free(addr, stream);
   note_no_time();
   note_no_site();
   return true;
 }
 
 bool TraceBuilder::complete_free(std::uintptr_t addr, StreamId stream, std::uint64_t time_us) {
-  if (live_.find(addr) == live_.end()) return false;
-  add_free(addr, stream);
-  --trace_.counts.free_requested;
+  if (!live_.contains(addr)) return false;
   ++trace_.counts.completed_frees;
+  add_free(addr, stream);
   note_time(time_us);
   note_no_site();
   return true;
@@ -225,7 +225,6 @@ void TraceBuilder::add_alloc(std::uintptr_t addr, std::uint64_t size, StreamId s
 }
 
 void TraceBuilder::add_free(std::uintptr_t addr, StreamId stream) {
-  ++trace_.counts.free_requested;
   const std::uint16_t s = stream_index(stream);
   auto it = live_.find(addr);
   if (it == live_.end()) {

@@ -532,16 +532,10 @@ Block* detail::Arena::allocate_miss(ThreadCache* tc, std::size_t bytes, std::siz
   const bool own_cached = tc != nullptr && tc->cached_bytes[pool].get() != 0;
   if (b != nullptr && b->segment->expandable && (own_cached || caches_.size() > 1) &&
       expandable_.unmapped_under(b, rounded) != 0) {
-    bool flushed = false;
-    if (own_cached) {
-      flush_thread_cache(tc, pool);
-      flushed = true;
-    }
-    if (caches_.size() > 1 && thread_cached_total_locked() >= static_cast<std::int64_t>(rounded)) {
+    if (own_cached) flush_thread_cache(tc, pool);
+    if (caches_.size() > 1 && thread_cached_total_locked() >= static_cast<std::int64_t>(rounded))
       reclaim_thread_caches(false);
-      flushed = true;
-    }
-    if (flushed) b = pool_.find(pool, rounded, stream);
+    b = pool_.find(pool, rounded, stream);
   }
   // Note [Borrowing across streams]: before pages are mapped past the mark
   // (which unmaps free pages elsewhere first) or the pool grows, a free block
