@@ -33,7 +33,11 @@ inline void check_trace_invariants(const Trace& t) {
   GENESIS_FUZZ_TRACE_REQUIRE(t.sites.empty() || t.sites[0].empty());
   for (std::size_t i = 1; i < t.sites.size(); ++i) GENESIS_FUZZ_TRACE_REQUIRE(!t.sites[i].empty());
   for (std::uint32_t s : t.event_site) GENESIS_FUZZ_TRACE_REQUIRE(s < t.sites.size());
-  GENESIS_FUZZ_TRACE_REQUIRE(t.counts.alloc + t.counts.free_requested + t.counts.empty_cache == t.events.size());
+  // A free_completed that freed a block (no free_requested did) is an event too.
+  GENESIS_FUZZ_TRACE_REQUIRE(t.counts.alloc + t.counts.free_requested + t.counts.completed_frees +
+                                 t.counts.empty_cache ==
+                             t.events.size());
+  GENESIS_FUZZ_TRACE_REQUIRE(t.counts.completed_frees <= t.counts.free_completed);
   // Slot discipline (Note [Trace slots]): an alloc fills a free slot, a free
   // names a filled one (or kNullSlot) and empties it; what is still filled
   // at the end is live_at_end_slots, leaked slots included.
