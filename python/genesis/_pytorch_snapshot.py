@@ -156,10 +156,12 @@ def _trace(device, events, expandable_ranges, frames, to_epoch_us, skip):
     return out
 
 
-def build(allocators, max_entries=None, skip_actions=(), settings=None):
+def build(allocators, max_entries=None, skip_actions=(), settings=None, recording=None):
     """The snapshot of ``allocators`` (genesis._C.Allocator objects). Each is
     one device (device_index()); ``max_entries`` keeps the newest entries of
-    each device's trace; ``skip_actions`` leaves actions out."""
+    each device's trace; ``skip_actions`` leaves actions out. ``recording``,
+    if given, maps an allocator's ``key`` to its own (max_entries,
+    skip_actions), which then replace the two arguments for it."""
     frames = _Frames()
     # Steady-clock nanoseconds (event stamps) -> Unix microseconds.
     offset_us = time.time() * 1e6 - _C.now_ns() / 1e3
@@ -167,7 +169,7 @@ def build(allocators, max_entries=None, skip_actions=(), settings=None):
     def to_epoch_us(ns):
         return int(ns / 1e3 + offset_us)
 
-    skip = set(skip_actions)
+    recording = recording or {}
     segments = []
     traces = {}
     expandable = False
@@ -181,9 +183,10 @@ def build(allocators, max_entries=None, skip_actions=(), settings=None):
             if seg["expandable"]:
                 expandable = True
                 ranges.append((seg["address"], seg["address"] + seg["size"]))
-        entries = _trace(dev, a.events(), ranges, frames, to_epoch_us, skip)
-        if max_entries is not None and len(entries) > max_entries:
-            entries = entries[len(entries) - max_entries:]
+        keep, skip = recording.get(a.key, (max_entries, skip_actions))
+        entries = _trace(dev, a.events(), ranges, frames, to_epoch_us, set(skip))
+        if keep is not None and len(entries) > keep:
+            entries = entries[len(entries) - keep:]
         traces.setdefault(dev, []).extend(entries)
     n = max(traces, default=-1) + 1
     for seg in segments:

@@ -127,5 +127,5 @@ def host_free(ptr):
 
 def raise_cpp_error(kind, message="test"):
     """Raises the C++ error of ``kind`` ('oom', 'cuda', 'invalid', 'type',
-    'index', 'error') through the binding layer (tests of the mapping)."""
+    'index', 'file', 'error') through the binding layer (tests of the mapping)."""
     _C._raise_error(kind, message)

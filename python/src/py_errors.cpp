@@ -6,6 +6,7 @@
 //   genesis::InvalidArgumentError -> genesis.InvalidArgumentError (ValueError, RuntimeError)
 //   genesis::TypeMismatchError    -> genesis.TypeMismatchError (TypeError, RuntimeError)
 //   genesis::IndexError           -> IndexError
+//   genesis::FileError            -> the OSError subclass of its errno (FileNotFoundError, ...)
 //   any other genesis::Error      -> RuntimeError
 // Two bases where NumPy and PyTorch users expect different classes (a shape
 // error is a ValueError to one and a RuntimeError to the other): both
@@ -14,6 +15,7 @@
 // check that fired ("shape_ops.cpp:120") is the exception's `cpp_location`,
 // and is appended to the message, as what() has it, when the environment
 // sets GENESIS_DEBUG_ERRORS=1.
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -46,11 +48,20 @@ std::string location_of(const Error& e) {
   return f + ":" + std::to_string(e.line());
 }
 
-// Raises `type` for `e`: an instance made from the message, with its
-// location (and, for CudaError, code) as attributes.
-void raise(PyObject* type, const Error& e) {
+// The message as a Python str. Paths in messages may hold bytes that are
+// not UTF-8; they come through as U+FFFD rather than turning the error into
+// a UnicodeDecodeError that hides it.
+PyObject* message_of(const Error& e) {
   const std::string text = debug_errors() ? std::string(e.what()) : e.message();
-  PyObject* inst = PyObject_CallFunction(type, "s", text.c_str());
+  return PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "replace");
+}
+
+// Raises an instance of `type` made from `args` (a tuple; stolen), with the
+// error's location (and, for CudaError, code) as attributes.
+void raise_with(PyObject* type, PyObject* args, const Error& e) {
+  if (args == nullptr) return;  // building the arguments set an exception
+  PyObject* inst = PyObject_Call(type, args, nullptr);
+  Py_DECREF(args);
   if (inst == nullptr) return;  // the call set its own exception
   auto set = [inst](const char* name, PyObject* value) {
     if (value == nullptr) {
@@ -62,8 +73,22 @@ void raise(PyObject* type, const Error& e) {
   };
   set("cpp_location", PyUnicode_FromString(location_of(e).c_str()));
   if (const auto* cuda = dynamic_cast<const CudaError*>(&e)) set("code", PyLong_FromLong(cuda->code()));
-  PyErr_SetObject(type, inst);
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(inst)), inst);
   Py_DECREF(inst);
+}
+
+void raise(PyObject* type, const Error& e) {
+  PyObject* message = message_of(e);
+  raise_with(type, message == nullptr ? nullptr : Py_BuildValue("(N)", message), e);
+}
+
+// OSError(errno, message) picks the subclass for the errno itself
+// (FileNotFoundError for ENOENT, PermissionError for EACCES, ...). The path
+// is already in the message, so it is not passed again as `filename` (which
+// would print it twice).
+void raise_file(const FileError& e) {
+  PyObject* message = message_of(e);
+  raise_with(PyExc_OSError, message == nullptr ? nullptr : Py_BuildValue("(iN)", e.error_number(), message), e);
 }
 
 PyObject* new_error(const char* name, const char* doc, std::initializer_list<PyObject*> bases) {
@@ -133,6 +158,8 @@ void bind_errors(py::module_& m) {
       raise(g_cuda_error, e);
     } catch (const DivisionByZeroError& e) {
       raise(g_division_by_zero, e);
+    } catch (const FileError& e) {
+      raise_file(e);
     } catch (const InvalidArgumentError& e) {
       raise(g_invalid_argument, e);
     } catch (const TypeMismatchError& e) {
@@ -156,6 +183,7 @@ void bind_errors(py::module_& m) {
         if (kind == "type") GENESIS_THROW(TypeMismatchError, message);
         if (kind == "zero") GENESIS_THROW(DivisionByZeroError, message);
         if (kind == "index") GENESIS_THROW(IndexError, message);
+        if (kind == "file") GENESIS_THROW_FILE("missing.bin", ENOENT, message);
         if (kind == "error") GENESIS_THROW(Error, message);
         GENESIS_THROW(InvalidArgumentError, "_raise_error: unknown kind '", kind, "'");
       },

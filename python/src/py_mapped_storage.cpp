@@ -8,6 +8,7 @@
 // objects]). Mode 'r' storages are
 // read-only (Note [Read-only storages]). shape=None maps the rest of the file
 // from `offset` as a 1-D storage (modes r, r+, c), as numpy.memmap does.
+#include "genesis/core/error.h"
 #include "genesis/storage/mapped_storage.h"
 #include "genesis/storage/storage_factories.h"
 
@@ -35,10 +36,11 @@ struct PyMappedStorage : PyStorage {
 
 std::vector<std::int64_t> whole_file_shape(const std::string& filename, DType t, std::int64_t offset,
                                            const std::string& mode) {
-  if (mode == "w+") throw py::value_error("MappedStorage: mode 'w+' creates the file and needs a shape");
+  if (mode == "w+" || mode == "write") throw py::value_error("MappedStorage: mode 'w+' creates the file and needs a shape");
   std::error_code ec;
   const auto size = std::filesystem::file_size(filename, ec);
-  if (ec) throw py::value_error("MappedStorage: cannot read the size of '" + filename + "': " + ec.message());
+  // FileNotFoundError, IsADirectoryError, ... as numpy.memmap raises.
+  if (ec) GENESIS_THROW_FILE(filename, ec.value(), "MappedStorage: cannot read the size of '", filename, "'");
   if (offset < 0 || static_cast<std::uintmax_t>(offset) > size)
     throw py::value_error("MappedStorage: offset " + std::to_string(offset) + " is outside '" + filename + "' (" +
                           std::to_string(size) + " bytes)");
@@ -52,7 +54,11 @@ std::vector<std::int64_t> whole_file_shape(const std::string& filename, DType t,
 
 std::unique_ptr<PyMappedStorage> make(const py::object& filename, const py::object& shape, const py::object& dtype,
                                       const std::string& mode, std::int64_t offset) {
-  const std::string path = py::module_::import("os").attr("fsdecode")(filename).cast<std::string>();
+  // An open file object (numpy.memmap takes one too) maps the file it names.
+  const bool file_object = py::hasattr(filename, "fileno") && py::hasattr(filename, "name") &&
+                           !py::isinstance<py::int_>(filename.attr("name"));
+  const py::object name = file_object ? py::object(filename.attr("name")) : filename;
+  const std::string path = py::module_::import("os").attr("fsdecode")(name).cast<std::string>();
   const DType t = dtype.is_none() ? DType::kUInt8 : to_dtype(dtype);
   auto dims = shape.is_none() ? whole_file_shape(path, t, offset, mode) : to_dims(shape, "shape");
   auto p = std::make_unique<PyMappedStorage>();

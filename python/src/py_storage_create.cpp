@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "genesis/storage/copy.h"
+#include "genesis/tensor/scalar.h"
 #include "py_values.h"
 #include "py_location.h"
 #include "py_storage_object.h"
@@ -337,6 +338,15 @@ Storage from_sequence(py::handle data, Device device, std::optional<DType> dtype
   const DType target = dtype.value_or(any_float || values.empty() ? DType::kFloat32
                                       : any_int                   ? DType::kInt64
                                                                   : DType::kBool);
+  // An integer dtype takes only the values it holds: 300 as uint8 is an
+  // error, not 44 (the rule genesis.tensor follows too). Bool takes any
+  // number as its truth value.
+  if (target != DType::kBool && !is_floating(target)) {
+    for (const Value& v : values) {
+      if (v.big) continue;  // refused below with its own message
+      check_fits(v.kind == Leaf::kFloat ? Scalar(v.d) : Scalar(v.i), target);
+    }
+  }
   if (any_float || (any_big && is_floating(target))) {
     std::vector<double> buf(values.size());
     for (std::size_t i = 0; i < values.size(); ++i) buf[i] = values[i].d;

@@ -187,6 +187,17 @@ void bind_tensor(py::module_& m) {
            })
       .def("__float__", [](const Tensor& t) { return t.item().to_double(); })
       .def("__int__", [](const Tensor& t) { return t.item().to_int64(); })
+      // As in PyTorch: a one-element integer (or bool) tensor is an index,
+      // so it slices, indexes lists and sizes things like an int does.
+      .def("__index__",
+           [](const Tensor& t) {
+             if (is_floating(t.dtype()) || t.numel() != 1) {
+               throw py::type_error("only integer tensors of a single element can be converted to an index (got " +
+                                    std::to_string(t.numel()) + " elements of " + std::string(dtype_name(t.dtype())) +
+                                    ")");
+             }
+             return t.item().to_int64();
+           })
       // Identity hash: __eq__ is element-wise (returns a tensor), as in PyTorch.
       .def("__hash__", [](py::handle self) { return py::hash(py::cast(reinterpret_cast<std::uintptr_t>(self.ptr()))); })
       .def("to", &to_impl)

@@ -121,20 +121,39 @@ py::object values_indices(Tensor values, Tensor indices) {
   return py::reinterpret_borrow<py::object>(g_values_indices_cls)(wrap(std::move(values)), wrap(std::move(indices)));
 }
 
+std::string integer_text(py::handle i) {
+  // Python refuses to print ints of more than 4300 digits; such a number
+  // is named by its size.
+  const auto bits = i.attr("bit_length")().cast<long long>();
+  if (bits > 256) return "an integer of " + std::to_string(bits) + " bits";
+  return "integer " + py::str(i).cast<std::string>();
+}
+
 std::optional<Scalar> to_scalar(py::handle h) {
   PyObject* o = h.ptr();
   if (PyBool_Check(o)) return Scalar(o == Py_True);
   if (PyLong_Check(o)) {
     int overflow = 0;
     const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (overflow != 0) throw py::value_error("integer does not fit in int64");
+    if (overflow != 0) throw py::value_error(integer_text(h) + " does not fit in int64");
     return Scalar(static_cast<std::int64_t>(v));
   }
   if (PyFloat_Check(o)) return Scalar(PyFloat_AS_DOUBLE(o));
   if (const NumpyTypes* np = numpy_types()) {
     if (isinstance_of(h, np->generic)) {
       if (isinstance_of(h, np->bool_)) return Scalar(PyObject_IsTrue(o) == 1);
-      if (isinstance_of(h, np->integer)) return Scalar(static_cast<std::int64_t>(h.cast<long long>()));
+      if (isinstance_of(h, np->integer)) {
+        // Through __index__: a uint64 above int64's range is a clear error,
+        // not pybind11's "unable to cast".
+        py::object idx = py::reinterpret_steal<py::object>(PyNumber_Index(o));
+        if (!idx) throw py::error_already_set();
+        int overflow = 0;
+        const long long v = PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
+        if (overflow != 0) {
+          throw py::value_error(integer_text(idx) + " (" + type_name_of(h) + ") does not fit in int64");
+        }
+        return Scalar(static_cast<std::int64_t>(v));
+      }
       if (isinstance_of(h, np->floating)) return Scalar(h.cast<double>());
     }
   }

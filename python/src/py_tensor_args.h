@@ -29,6 +29,10 @@ namespace py = pybind11;
 /// The namedtuple type of max(dim)/min(dim) results (values, indices).
 py::object values_indices(Tensor values, Tensor indices);
 
+/// "integer 123" for a Python int (or anything with __index__); a number
+/// too long to print is named by its size in bits.
+std::string integer_text(py::handle i);
+
 /// An element-wise operand: a Tensor, or a Python/NumPy scalar (a weak
 /// scalar for type promotion). nullopt when `h` is neither (the operator
 /// then returns NotImplemented).

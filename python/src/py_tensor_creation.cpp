@@ -32,6 +32,9 @@ struct Flat {
   bool any_leaf = false;
   std::vector<double> f;          // used once a float is seen
   std::vector<std::int64_t> i;    // ints and bools until then
+  bool any_real_float = false;    // a float leaf (not only big ints held as doubles)
+  std::string big;                // the first int outside int64, for the message
+  std::vector<std::int64_t> where;  // the index of the leaf being read
 };
 
 bool is_sequence(py::handle h) { return PyList_Check(h.ptr()) || PyTuple_Check(h.ptr()); }
@@ -43,16 +46,51 @@ py::object as_nested(py::handle h) {
     return py::cast(t).attr("tolist")();
   }
   if (is_ndarray(h)) return h.attr("tolist")();
+  if (PyRange_Check(h.ptr())) return py::list(py::reinterpret_borrow<py::object>(h));  // tensor(range(3)), as NumPy and PyTorch take it
   return py::reinterpret_borrow<py::object>(h);
 }
 
+// A Python or NumPy integer outside int64 (nullopt for anything else).
+std::optional<double> big_integer(py::handle h) {
+  if (!PyIndex_Check(h.ptr()) || PyBool_Check(h.ptr())) return std::nullopt;
+  py::object idx = py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr()));
+  if (!idx) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  int overflow = 0;
+  (void)PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
+  if (overflow == 0) return std::nullopt;
+  const double d = PyLong_AsDouble(idx.ptr());  // OverflowError past the double range
+  if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+  return d;
+}
+
 void add_leaf(Flat& out, py::handle h) {
-  auto s = to_scalar(h);
+  std::optional<Scalar> s;
+  bool is_big = false;
+  try {
+    s = to_scalar(h);
+  } catch (const py::value_error&) {
+    // An int outside int64 is a float's value (as in NumPy and PyTorch,
+    // which store 2**63 in a float tensor); from_sequence refuses it unless
+    // the tensor's dtype is floating.
+    const std::optional<double> big = big_integer(h);
+    if (!big) throw;
+    if (out.big.empty()) {
+      std::string at;
+      for (const std::int64_t k : out.where) at += "[" + std::to_string(k) + "]";
+      out.big = integer_text(py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr()))) + (at.empty() ? "" : " at " + at);
+    }
+    s = Scalar(*big);
+    is_big = true;
+  }
   if (!s) {
     throw py::type_error(std::string(out.what) + ": elements must be numbers (bool, int, float), got " +
                          type_name_of(h));
   }
   out.any_leaf = true;
+  if (s->is_floating() && !is_big) out.any_real_float = true;
   if (s->is_floating() && out.kind != Kind::kFloat) {
     // First float: everything so far moves to the double buffer.
     out.f.assign(out.i.begin(), out.i.end());
@@ -103,7 +141,12 @@ void flatten(Flat& out, py::handle h, std::size_t depth) {
   }
   // Owned: a sequence may make its items as they are asked for (range,
   // NumPy arrays), and a borrowed item would die with the accessor.
-  for (py::object item : seq) flatten(out, item, depth + 1);
+  out.where.push_back(0);
+  for (py::object item : seq) {
+    flatten(out, item, depth + 1);
+    ++out.where.back();
+  }
+  out.where.pop_back();
 }
 
 // An explicit integer dtype takes only values it holds: 300 in a uint8
@@ -121,6 +164,11 @@ Tensor from_sequence(py::handle data, std::optional<DType> dtype, Device device,
   if (!flat.any_leaf) {
     // No elements: PyTorch's default float32 (shape from the nesting).
     return zeros(flat.shape, TensorOptions(dtype.value_or(DType::kFloat32), device));
+  }
+  if (!flat.big.empty() && !(dtype ? is_floating(*dtype) : flat.any_real_float)) {
+    throw py::value_error(std::string(what) + ": " + flat.big +
+                          " does not fit in int64, the widest integer dtype; with dtype=genesis.float64 it is "
+                          "stored as a float");
   }
   if (dtype) {
     if (flat.kind == Kind::kFloat) check_values_fit(flat.f, *dtype);
@@ -230,7 +278,7 @@ TensorOptions like_options(const Tensor& t, const py::object& dtype, const py::o
 Tensor tensor_from_data(py::handle data, std::optional<DType> dtype, Device device, const char* what) {
   if (py::isinstance<Tensor>(data)) return copy_to(data.cast<const Tensor&>(), dtype, device);
   if (is_ndarray(data)) return copy_to(from_numpy_array(data), dtype, device);
-  if (is_sequence(data)) return from_sequence(data, dtype, device, what);
+  if (is_sequence(data) || PyRange_Check(data.ptr())) return from_sequence(data, dtype, device, what);
   if (auto s = to_scalar(data)) {
     // A NumPy scalar keeps its dtype, as a 0-d array does (np.float64(3)
     // -> float64, np.int8(3) -> int8); Python numbers infer bool, int64 or

@@ -46,6 +46,73 @@ py::object reflected(py::handle self, py::handle other) {
   return wrap(without_gil_if_large(operation_elements(*o, b), [&] { return F(*o, b); }));
 }
 
+// add / sub with PyTorch's alpha: a op alpha * b. As in PyTorch, a
+// floating alpha is refused when both operands are integers (the result
+// would silently change dtype).
+Scalar alpha_of(py::handle alpha, const TensorOrScalar& a, const TensorOrScalar& b, const char* what) {
+  auto s = to_scalar(alpha);
+  if (!s) throw py::type_error(std::string(what) + ": alpha must be a number, got " + type_name_of(alpha));
+  auto integral = [](const TensorOrScalar& v) {
+    return v.is_scalar() ? !v.scalar().is_floating() : !is_floating(v.tensor().dtype());
+  };
+  if (s->is_floating() && integral(a) && integral(b)) {
+    throw py::type_error(std::string(what) + ": for integer operands, alpha must not be a floating point number (got " +
+                         std::to_string(s->to_double()) + ")");
+  }
+  return *s;
+}
+
+template <BinaryFn F>
+Tensor with_alpha(const TensorOrScalar& a, TensorOrScalar b, py::handle alpha, const char* what) {
+  if (!alpha.is_none()) {
+    const Scalar k = alpha_of(alpha, a, b, what);
+    if (!(k.is_integral() && k.to_int64() == 1)) {
+      const TensorOrScalar bt = b.is_scalar() ? TensorOrScalar(full({}, b.scalar(), std::nullopt, Device{})) : b;
+      b = TensorOrScalar(mul(bt, k));
+    }
+  }
+  return F(a, b);
+}
+
+template <BinaryFn F>
+py::object binary_alpha(py::handle self, py::handle other, py::handle alpha) {
+  auto o = to_operand(other);
+  if (!o) throw py::type_error("expected a tensor or a number, got " + type_name_of(other));
+  AllocationSite site;
+  const TensorOrScalar a(tensor_ref(self));
+  const char* what = F == &add ? "add" : "sub";
+  return wrap(without_gil_if_large(operation_elements(a, *o), [&] { return with_alpha<F>(a, *o, alpha, what); }));
+}
+
+template <Tensor& (Tensor::*F)(const TensorOrScalar&)>
+py::object inplace_alpha(py::object self, py::handle other, py::handle alpha) {
+  auto o = to_operand(other);
+  if (!o) throw py::type_error("expected a tensor or a number, got " + type_name_of(other));
+  Tensor t = tensor_ref(self);
+  const char* what = F == &Tensor::add_ ? "add_" : "sub_";
+  TensorOrScalar b = *o;
+  if (!alpha.is_none()) {
+    const Scalar k = alpha_of(alpha, TensorOrScalar(t), b, what);
+    if (!(k.is_integral() && k.to_int64() == 1)) {
+      const TensorOrScalar bt = b.is_scalar() ? TensorOrScalar(full({}, b.scalar(), std::nullopt, Device{})) : b;
+      b = TensorOrScalar(mul(bt, k));
+    }
+  }
+  without_gil_if_large(operation_elements(t, b), [&] { (t.*F)(b); });
+  return self;
+}
+
+template <BinaryFn F>
+Tensor binary_fn_alpha(py::handle a, py::handle b, py::handle alpha) {
+  auto x = to_operand(a);
+  auto y = to_operand(b);
+  if (!x || !y) throw py::type_error("expected tensors or numbers");
+  if (x->is_scalar() && y->is_scalar()) x = TensorOrScalar(full({}, x->scalar(), std::nullopt, Device{}));
+  AllocationSite site;
+  const char* what = F == &add ? "add" : "sub";
+  return without_gil_if_large(operation_elements(*x, *y), [&] { return with_alpha<F>(*x, *y, alpha, what); });
+}
+
 // Module-level form: either operand may be the number.
 template <BinaryFn F>
 Tensor binary_fn(py::handle a, py::handle b) {
@@ -124,6 +191,28 @@ Tensor reduce(const Tensor& input, py::handle dim, bool keepdim, py::handle dtyp
     }
     return (x.*Dims)(DimList(*dims), keepdim, dt);
   });
+}
+
+// any / all over everything, or along dim (an int or a tuple), as PyTorch.
+template <bool IsAny>
+Tensor any_all(const Tensor& input, py::handle dim, bool keepdim) {
+  AllocationSite site;
+  const Tensor x = input;
+  const auto dims = to_dims(dim);
+  return without_gil_if_large(elements(x), [&] {
+    if (!dims && !keepdim) return IsAny ? x.any() : x.all();
+    std::vector<std::int64_t> all_dims(static_cast<std::size_t>(x.dim()));
+    for (std::size_t i = 0; i < all_dims.size(); ++i) all_dims[i] = static_cast<std::int64_t>(i);
+    const DimList d(dims ? *dims : all_dims);
+    return IsAny ? x.any(d, keepdim) : x.all(d, keepdim);
+  });
+}
+
+Tensor count_nonzero_py(const Tensor& input, py::handle dim) {
+  AllocationSite site;
+  const Tensor x = input;
+  const auto dims = to_dims(dim);
+  return without_gil_if_large(elements(x), [&] { return dims ? count_nonzero(x, DimList(*dims)) : count_nonzero(x); });
 }
 
 // max/min: max() -> 0-d; max(dim) -> (values, indices); max(tensor) -> maximum.
@@ -281,8 +370,8 @@ void bind_tensor_ops(py::module_& m, TensorClass& cls) {
       .def("__ipow__", &inplace<&Tensor::pow_>);
 
   // -------------------------------------------------------------- methods ---
-  cls.def("add", &binary<&add>)
-      .def("sub", &binary<&sub>)
+  cls.def("add", &binary_alpha<&add>, py::arg("other"), py::kw_only(), py::arg("alpha") = py::none())
+      .def("sub", &binary_alpha<&sub>, py::arg("other"), py::kw_only(), py::arg("alpha") = py::none())
       .def("mul", &binary<&mul>)
       .def("div", &div_py, py::arg("other"), py::kw_only(), py::arg("rounding_mode") = py::none())
       .def("pow", &binary<&pow>)
@@ -301,8 +390,8 @@ void bind_tensor_ops(py::module_& m, TensorClass& cls) {
       .def("le", &binary<&le>)
       .def("gt", &binary<&gt>)
       .def("ge", &binary<&ge>)
-      .def("add_", &inplace<&Tensor::add_>)
-      .def("sub_", &inplace<&Tensor::sub_>)
+      .def("add_", &inplace_alpha<&Tensor::add_>, py::arg("other"), py::kw_only(), py::arg("alpha") = py::none())
+      .def("sub_", &inplace_alpha<&Tensor::sub_>, py::arg("other"), py::kw_only(), py::arg("alpha") = py::none())
       .def("mul_", &inplace<&Tensor::mul_>)
       .def("div_", &inplace<&Tensor::div_>)
       .def("pow_", &inplace<&Tensor::pow_>)
@@ -325,15 +414,9 @@ void bind_tensor_ops(py::module_& m, TensorClass& cls) {
       .def("logical_not", &unary<&logical_not>)
       .def("matmul", [](const Tensor& a, py::handle b) { return matmul_py(a, b, py::none()); })
       .def("nonzero", &unary<&nonzero>)
-      .def("count_nonzero", &unary<&count_nonzero>)
-      .def("any", [](const Tensor& x) {
-        const Tensor t = x;
-        return without_gil_if_large(elements(t), [&] { return t.any(); });
-      })
-      .def("all", [](const Tensor& x) {
-        const Tensor t = x;
-        return without_gil_if_large(elements(t), [&] { return t.all(); });
-      })
+      .def("count_nonzero", &count_nonzero_py, py::arg("dim") = py::none())
+      .def("any", &any_all<true>, py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("all", &any_all<false>, py::arg("dim") = py::none(), py::arg("keepdim") = false)
       .def("equal", &equal_py)
       .def("allclose", &allclose_py, py::arg("other"), py::arg("rtol") = 1e-5, py::arg("atol") = 1e-8);
 
@@ -352,8 +435,10 @@ void bind_tensor_ops(py::module_& m, TensorClass& cls) {
       .def("argmin", &arg_extremum<false>, py::arg("dim") = py::none(), py::arg("keepdim") = false);
 
   // ------------------------------------------------------ module functions ---
-  m.def("add", &binary_fn<&add>);
-  m.def("sub", &binary_fn<&sub>);
+  m.def("add", &binary_fn_alpha<&add>, py::arg("input"), py::arg("other"), py::kw_only(),
+        py::arg("alpha") = py::none());
+  m.def("sub", &binary_fn_alpha<&sub>, py::arg("input"), py::arg("other"), py::kw_only(),
+        py::arg("alpha") = py::none());
   m.def("mul", &binary_fn<&mul>);
   m.def("div", &div_py, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("rounding_mode") = py::none());
   m.def("fmod", &binary_fn<&fmod>);
@@ -394,7 +479,7 @@ void bind_tensor_ops(py::module_& m, TensorClass& cls) {
   m.def("cos", &unary<&cos>);
   m.def("logical_not", &unary<&logical_not>);
   m.def("nonzero", &unary<&nonzero>);
-  m.def("count_nonzero", &unary<&count_nonzero>);
+  m.def("count_nonzero", &count_nonzero_py, py::arg("input"), py::arg("dim") = py::none());
   m.def(
       "where",
       [](const Tensor& cond, py::handle a, py::handle b) {

@@ -68,6 +68,30 @@ def test_bad_inputs_fail_with_one_line_naming_the_problem(trace, tmp_path):
         assert p.stdout == "", args
 
 
+def test_outputs_never_overwrite_each_other_or_the_trace(trace, tmp_path):
+    import shutil
+    victim = tmp_path / "victim.csv"
+    shutil.copy(trace.path, victim)
+    before = victim.read_bytes()
+    r = str(tmp_path / "r.json")
+    cases = [
+        (["-o", str(victim)], ["--output", "is the trace being read"]),
+        (["-o", str(tmp_path / "." / "victim.csv")], ["is the trace being read"]),
+        (["--html", str(victim)], ["--html", "is the trace being read"]),
+        (["-o", r, "--html", r], ["--output and --html both write"]),
+        (["--html", r, "--chrome-trace", r], ["--html and --chrome-trace both write"]),
+        (["-o", str(tmp_path / "v.png"), "--plot"], ["--output and --plot both write", ".png"]),
+    ]
+    for extra, words in cases:
+        p = run_genesis_mem("profile", "--trace", str(victim), "--speed", "max", "-q", *extra)
+        assert p.returncode == 2, (extra, p.stderr)
+        line = one_line_error(p)
+        for w in words:
+            assert w in line, (extra, line)
+    assert victim.read_bytes() == before
+    assert not (tmp_path / "r.json").exists() and not (tmp_path / "v.png").exists()
+
+
 def test_unwritable_output_fails_before_watching(trace):
     started = time.monotonic()
     # At real speed the trace would take ten minutes: the check comes first.
@@ -129,10 +153,10 @@ def catches_sigint(pid):
     return False
 
 
-def start_watching(trace, out):
+def start_watching(trace, out, extra=(), env=None):
     proc = subprocess.Popen([str(memtrace.genesis_mem_path()), "profile", "--trace", trace.path, "--speed", "1",
-                             "--duration", "0", "--interval", "0.05", "-q", "-o", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--duration", "0", "--interval", "0.05", "-q", "-o", str(out), *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     # A loaded machine may take a while to start it: Ctrl-C before its handler
     # is in place would test the default action, not genesis-mem.
     deadline = time.monotonic() + 30
@@ -157,10 +181,31 @@ def test_ctrl_c_stops_and_writes_the_report(trace, tmp_path):
     assert "observed" in stdout
 
 
-def test_ctrl_c_twice_exits_130(trace, tmp_path):
-    proc = start_watching(trace, tmp_path / "never.json")
-    proc.send_signal(signal.SIGINT)
+def test_one_request_delivered_twice_is_one_request(trace, tmp_path):
+    # `timeout` signals the child and then its process group: the same
+    # request arrives twice within microseconds, and must still write the
+    # report.
+    out = tmp_path / "once.json"
+    proc = start_watching(trace, out)
+    proc.send_signal(signal.SIGTERM)
     time.sleep(0.005)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=20)
+    assert proc.returncode == 0, stderr
+    assert json.loads(out.read_text())["devices"]["0"]["statistics"]["num_snapshots"] >= 1
+
+
+def test_ctrl_c_twice_exits_130(trace, tmp_path):
+    # A second Ctrl-C while the outputs are being written (here: a plot by a
+    # "Python" that takes seconds) gives up at once.
+    slow = tmp_path / "slow-python"
+    slow.write_text("#!/bin/sh\nsleep 5\n")
+    slow.chmod(0o755)
+    proc = start_watching(trace, tmp_path / "r.json", extra=["--plot"],
+                          env=dict(os.environ, GENESIS_MEM_PYTHON=str(slow)))
+    proc.send_signal(signal.SIGINT)
+    time.sleep(1.5)
+    assert proc.poll() is None, proc.communicate()
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=20)
     assert proc.returncode == 130, stderr

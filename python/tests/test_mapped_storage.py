@@ -2,6 +2,7 @@
 modes r, r+, w+, c; data written survives the process."""
 
 import ctypes
+import errno
 import os
 import subprocess
 import sys
@@ -101,8 +102,14 @@ def test_shape_none_offset_and_errors(tmp_path):
         genesis.MappedStorage(tmp_path / "new.bin", None, genesis.int32, mode="w+")
     with pytest.raises(ValueError):
         genesis.MappedStorage(path, (11,), genesis.int32)  # longer than the file
-    with pytest.raises(ValueError):
+    # A file that cannot be opened raises what open() and numpy.memmap raise.
+    with pytest.raises(FileNotFoundError, match="cannot open .*missing.bin.* No such file") as info:
         genesis.MappedStorage(tmp_path / "missing.bin", (1,), genesis.int32)
+    assert info.value.errno == errno.ENOENT and info.value.cpp_location
+    with pytest.raises(IsADirectoryError):
+        genesis.MappedStorage(tmp_path, (1,), genesis.int32, mode="w+")
+    with pytest.raises(FileNotFoundError):  # the whole file, as numpy.memmap raises it
+        genesis.MappedStorage(tmp_path / "missing.bin", None, genesis.int32)
     with pytest.raises(ValueError, match="not a regular file \\(a directory\\)"):
         genesis.MappedStorage(tmp_path, (1,), genesis.int32, mode="r")
     with pytest.raises(ValueError, match="mode"):
@@ -149,3 +156,25 @@ def test_close_keeps_arrays_valid_and_flushes(tmp_path):
     del a  # the last user: flushed and unmapped now
     data = np.fromfile(path, dtype=np.uint8)
     assert data[0] == 10 and int(data.sum()) == 9001
+
+
+def test_numpy_memmap_conventions(tmp_path):
+    # r+ grows a short file with zeros, long mode names are taken, and an
+    # open file object maps the file it names: as numpy.memmap does.
+    path = tmp_path / "grow.bin"
+    path.write_bytes(bytes(range(10)))
+    with genesis.MappedStorage(path, (16,), genesis.uint8, mode="readwrite") as m:
+        assert m.mode == "r+"
+        assert np.asarray(m).tolist() == list(range(10)) + [0] * 6
+    ref = tmp_path / "ref.bin"
+    ref.write_bytes(bytes(range(10)))
+    np.memmap(ref, np.uint8, "r+", shape=(16,)).flush()
+    assert path.read_bytes() == ref.read_bytes()
+    for long, short in (("readonly", "r"), ("copyonwrite", "c")):
+        with genesis.MappedStorage(path, (4,), genesis.uint8, mode=long) as m:
+            assert m.mode == short and np.asarray(m).tolist() == [0, 1, 2, 3]
+    with open(path, "rb") as f:
+        with genesis.MappedStorage(f, None, genesis.uint8) as m:
+            assert m.filename == str(path) and m.nbytes == 16
+    with pytest.raises(ValueError, match="needs a shape"):
+        genesis.MappedStorage(tmp_path / "new.bin", None, genesis.uint8, mode="write")

@@ -1,5 +1,7 @@
 """The package imports, exposes its public API names, and maps C++ errors."""
 
+import errno
+
 import pytest
 
 import genesis
@@ -60,6 +62,23 @@ def test_cpp_errors_map_to_python_types(kind, expected):
     # fired is an attribute, not part of what a Python user reads.
     assert str(info.value) == "CUDA OOM: message from C++"
     assert info.value.cpp_location.startswith("py_errors.cpp:")
+
+
+def test_file_errors_are_the_oserror_of_their_errno():
+    # OSError(errno, ...) picks the subclass, as open() does; the message
+    # keeps C++'s text with strerror appended, and no location.
+    with pytest.raises(FileNotFoundError) as info:
+        testing.raise_cpp_error("file", "cannot open trace 'missing.bin'")
+    assert info.value.errno == errno.ENOENT
+    assert str(info.value) == "[Errno 2] cannot open trace 'missing.bin': No such file or directory"
+    assert info.value.cpp_location.startswith("py_errors.cpp:")
+
+
+def test_messages_that_are_not_utf8_still_raise_their_error():
+    # A path with bytes that are not UTF-8 ends up in a message; the error
+    # must still be the one raised, not a UnicodeDecodeError.
+    with pytest.raises(genesis.InvalidArgumentError, match="bad \ufffd path"):
+        testing.raise_cpp_error("invalid", b"bad \xff path")
 
 
 def test_cuda_error_carries_code():

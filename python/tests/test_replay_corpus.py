@@ -129,6 +129,13 @@ def test_every_trace_through_every_configuration_with_geometric_means(corpus):
     assert alpha["genesis_torch"]["reserved_per_live"] == pytest.approx(1.01, rel=1e-6)
     assert out["traces"][1]["genesis_torch"] is None
     assert out["geometric_mean"]["reserved_per_live"]["genesis under pytorch"] == pytest.approx(1.01, rel=1e-6)
+    # Over how many traces each mean was taken: every one for the replays,
+    # only those with a figure for PyTorch and the live run.
+    counts = out["geometric_mean"]["traces"]
+    assert all(counts[c] == 3 for c in configs)
+    assert counts["pytorch best"] == sum(1 for t in out["traces"] if t["pytorch_best"] is not None)
+    assert counts["genesis under pytorch"] == 1
+    assert all(r["complete"] for t in out["traces"] for r in t["results"])
     assert out["errors"] == []
 
 

@@ -108,7 +108,13 @@ def test_create_storage_infers_shape_and_dtype(host, data, shape, dtype):
 
 def test_create_storage_with_dtype_converts(host):
     assert genesis.create_storage([1.7, -1.7, 300.0], dtype="int32").tolist() == [1, -1, 300]
-    assert genesis.create_storage([300, -1], dtype=genesis.uint8).tolist() == [44, 255]
+    # An integer dtype takes only the values it holds, as genesis.tensor
+    # (and NumPy 2) do: no silent wrap-around.
+    for data, dtype in (([300], genesis.uint8), ([-1], genesis.uint8), ([2**40], genesis.int32),
+                        ([float("nan")], genesis.int32), ([1e10], genesis.int16)):
+        with pytest.raises(ValueError, match="cannot be converted to"):
+            genesis.create_storage(data, dtype=dtype)
+    assert genesis.create_storage([255, 0], dtype=genesis.uint8).tolist() == [255, 0]
     assert genesis.create_storage([0.1], dtype="float64").tolist() == [0.1]
     assert genesis.create_storage([0.1]).tolist() == [float(np.float32(0.1))]
     assert genesis.create_storage([0, 2, -0.0], dtype=genesis.bool).tolist() == [False, True, False]

@@ -135,3 +135,87 @@ def test_round_trip_through_ops():
     t = g.from_numpy(a)
     np.testing.assert_allclose((t * 2 + 1).numpy(), a * 2 + 1, rtol=1e-6)
     assert g.tensor(a).cpu().numpy().shape == (3, 4)
+
+
+def test_writes_into_empty_arrays_from_numpy_are_no_ops():
+    # NumPy gives empty arrays zero strides; nothing of an empty tensor can
+    # overlap itself, so in-place writes work as they do in NumPy.
+    a = np.zeros((3, 0))
+    t = g.from_numpy(a)
+    assert t.stride() == a.strides and t.add_(1).shape == (3, 0)
+    t[...] = np.zeros((3, 0))
+    assert g.zeros(1, 0).expand(3, 0).add_(1).shape == (3, 0)
+    # A non-empty expanded tensor is still refused.
+    with pytest.raises(ValueError, match="expanded"):
+        g.zeros(1, 2).expand(3, 2).add_(1)
+
+
+def test_integer_tensors_of_one_element_are_indices():
+    import operator
+    assert operator.index(g.tensor(3)) == 3
+    assert operator.index(g.tensor([4], dtype=g.int16)) == 4
+    assert [10, 20, 30][g.tensor(1)] == 20
+    assert g.arange(5)[g.tensor(1):g.tensor(3)].tolist() == np.arange(5)[np.array(1):np.array(3)].tolist()
+    for bad in (g.tensor(1.0), g.tensor([1, 2])):
+        with pytest.raises(TypeError, match="only integer tensors of a single element"):
+            operator.index(bad)
+    # As an index of a tensor a one-element 1-d tensor is still an array.
+    assert g.arange(5)[g.tensor([2])].shape == (1,)
+
+
+def test_integers_beyond_int64_are_floats_where_the_dtype_is_floating():
+    big = 2 ** 63
+    assert g.tensor([big], dtype=g.float64).tolist() == np.array([big], dtype=np.float64).tolist()
+    assert g.tensor([1.5, 2 ** 70]).dtype == g.float32
+    assert g.tensor([1.5, 2 ** 70], dtype=g.float64).tolist() == [1.5, float(2 ** 70)]
+    assert g.tensor([np.uint64(big)], dtype=g.float64).tolist() == [float(big)]
+    with pytest.raises(ValueError, match=r"integer 9223372036854775808 at \[1\] does not fit in int64"):
+        g.tensor([1, big])
+    with pytest.raises(ValueError, match="does not fit in int64"):
+        g.tensor([[big]], dtype=g.int64)
+    with pytest.raises(ValueError, match="an integer of 1001 bits"):
+        g.tensor([2 ** 1000])
+    # A NumPy uint64 scalar above int64 names itself, not a pybind11 cast.
+    with pytest.raises(ValueError, match=r"integer 9223372036854775808 \((numpy\.)?uint64\) does not fit in int64"):
+        g.zeros(2, dtype=g.float64).fill_(np.uint64(big))
+    assert g.zeros(2, dtype=g.int64).fill_(np.uint64(5)).tolist() == [5, 5]
+
+
+def test_ranges_make_tensors():
+    assert g.tensor(range(3)).tolist() == np.array(range(3)).tolist()
+    assert g.tensor([range(2), range(2)]).tolist() == [[0, 1], [0, 1]]
+    assert g.tensor(range(0)).shape == (0,)
+
+
+def test_an_empty_slice_starts_where_its_first_element_would():
+    x = g.arange(4.0)
+    assert x[4:].storage_offset() == 4 and x[10:].storage_offset() == 4
+    assert x[1:1].storage_offset() == 1 and x.narrow(0, 3, 0).storage_offset() == 3
+
+
+def test_any_all_and_count_nonzero_along_dims_match_numpy():
+    a = np.array([[0, 1, 2], [0, 0, 3]], dtype=np.int32)
+    t = g.tensor(a)
+    for dim in (0, 1, -1, (0, 1)):
+        assert t.any(dim).tolist() == np.any(a, axis=dim).tolist()
+        assert t.all(dim).tolist() == np.all(a, axis=dim).tolist()
+        assert t.count_nonzero(dim).tolist() == np.count_nonzero(a, axis=dim).tolist()
+        assert g.count_nonzero(t, dim=dim).tolist() == np.count_nonzero(a, axis=dim).tolist()
+    assert t.any(dim=1, keepdim=True).shape == (2, 1)
+    assert t.all(keepdim=True).shape == (1, 1)
+    assert t.any().item() is True and t.all().item() is False
+    assert t.count_nonzero().item() == 3
+
+
+def test_add_and_sub_take_alpha():
+    x, y = g.tensor([1.0, 2.0]), g.tensor([10.0, 20.0])
+    assert x.add(y, alpha=2).tolist() == [21.0, 42.0]
+    assert g.sub(x, y, alpha=0.5).tolist() == [-4.0, -8.0]
+    assert g.add(x, 3, alpha=2).tolist() == [7.0, 8.0]
+    z = x.clone()
+    z.sub_(y, alpha=-1)
+    assert z.tolist() == [11.0, 22.0]
+    i = g.tensor([1, 2])
+    assert i.add(i, alpha=3).tolist() == [4, 8] and i.add(i, alpha=3).dtype == g.int64
+    with pytest.raises(TypeError, match="alpha must not be a floating point number"):
+        i.add(i, alpha=0.5)

@@ -239,7 +239,7 @@ def test_bad_arguments_raise_at_once(make, words):
 
 
 def test_bad_trace_raises_at_start(tmp_path):
-    with pytest.raises(ValueError, match="missing.csv"):
+    with pytest.raises(FileNotFoundError, match="missing.csv"):
         MemoryProfiler(source=Trace(tmp_path / "missing.csv", speed="max")).start_monitoring()
     with pytest.raises(ValueError, match="device '9'"):
         MemoryProfiler(devices=["9"], source=SimulatedAllocator("1GB", index=4)).start_monitoring()

@@ -170,6 +170,26 @@ def test_options_of_record_memory_history(recorded):
             gmem._record_memory_history(device=sim, **bad)
 
 
+def test_recording_options_outlive_the_recording_and_belong_to_their_allocator():
+    a = SimulatedAllocator("8GB", expandable=False, thread_cache=False)
+    b = SimulatedAllocator("8GB", expandable=False, thread_cache=False)
+    gmem._record_memory_history(device=a, max_entries=3)
+    blocks = [a.allocate(1000 * (i + 1)) for i in range(6)]
+    assert len(gmem._snapshot(a)["device_traces"][0]) == 3
+    # Stopping keeps what was recorded, as it was asked for: still three.
+    gmem._record_memory_history(enabled=None, device=a)
+    assert len(gmem._snapshot(a)["device_traces"][0]) == 3
+    # Another allocator's options do not change this one's snapshot.
+    gmem._record_memory_history(device=b, skip_actions=["alloc"])
+    b.free(b.allocate(4096))
+    assert len(gmem._snapshot(a)["device_traces"][0]) == 3
+    assert "alloc" in [e["action"] for e in gmem._snapshot(a)["device_traces"][0]]
+    assert "alloc" not in [e["action"] for e in gmem._snapshot(b)["device_traces"][0]]
+    gmem._record_memory_history(enabled=None, device=b)
+    for p in blocks:
+        a.free(p)
+
+
 def test_one_action_name_is_one_skipped_action(recorded):
     sim, _ = recorded
     gmem._record_memory_history(device=sim, clear_history=True, skip_actions="free_requested")
@@ -309,3 +329,5 @@ def test_without_a_gpu_the_gpu_wide_calls_say_so():
         gmem._snapshot()
     with pytest.raises(genesis.CudaError, match="needs a CUDA GPU"):
         gmem._record_memory_history()
+    with pytest.raises(genesis.CudaError, match="_dump_snapshot\\(\\) needs a CUDA GPU"):
+        gmem._dump_snapshot("never-written.pickle")

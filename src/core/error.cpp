@@ -1,6 +1,7 @@
 #include "genesis/core/error.h"
 
 #include <cstdio>
+#include <cstring>
 
 namespace genesis {
 
@@ -28,6 +29,10 @@ void throw_type_mismatch(const char* file, int line, const std::string& msg) {
 void throw_index_error(const char* file, int line, const std::string& msg) { throw IndexError(msg, file, line); }
 void throw_out_of_memory(const char* file, int line, const std::string& msg) {
   throw OutOfMemoryError(msg, file, line);
+}
+
+void throw_file_error(const char* file, int line, const std::string& path, int err, const std::string& msg) {
+  throw FileError(msg + ": " + std::strerror(err), err, path, file, line);
 }
 
 std::string format_address(unsigned long long value) {

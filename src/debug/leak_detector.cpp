@@ -194,7 +194,10 @@ LeakReport LeakDetector::report(const std::string& device) const {
       if (&s != &now && distance(s) < distance(*then)) then = &s;
     }
     if (then != &now) {
-      const double minutes = static_cast<double>(now.time_ns - then->time_ns) * 1e-9 / 60.0;
+      // A rate per minute over at least a second: growth seen over a few
+      // microseconds (a short trace replayed at full speed) would otherwise
+      // be extrapolated to gigabytes a minute.
+      const double minutes = std::max(static_cast<double>(now.time_ns - then->time_ns) * 1e-9, 1.0) / 60.0;
       std::unordered_map<std::uint32_t, std::uint64_t> before;
       for (const SiteEntry& e : then->sites) before[e.id] = e.bytes;
       for (const SiteEntry& e : now.sites) {

@@ -214,7 +214,16 @@ void OOMPredictor::recommend(OOMPrediction& p, const std::vector<SiteStat>& site
       }
     }
   }
-  if (p.risk_level >= RiskLevel::high && !steady) {
+  if (p.risk_level >= RiskLevel::high && !steady && p.current_usage_percent < options_.threshold_percent &&
+      p.predicted_oom_seconds > 0) {
+    // The risk comes from a time to OOM that too little of the run backs:
+    // say that, not that usage is over a threshold it is far below.
+    out.push_back("Peak memory grew by " + bytes_text(p.growth_rate_bytes_per_sec) + "/s, which would fill the " +
+                  "device in " + detail::format_fixed(p.predicted_oom_seconds, 0) + " s, but over too short or " +
+                  "uneven a stretch to be sure (confidence " + detail::format_fixed(p.confidence, 2) + "); usage is " +
+                  detail::format_fixed(p.current_usage_percent, 1) + "% of " + bytes_text(total) +
+                  ": watch longer, and free what piles up between steps if it keeps growing");
+  } else if (p.risk_level >= RiskLevel::high && !steady) {
     out.push_back("Usage is " + detail::format_fixed(p.current_usage_percent, 1) + "% of " + bytes_text(total) +
                   " (threshold " + detail::format_fixed(options_.threshold_percent, 0) +
                   "%): reduce the batch size, or use activation checkpointing or lower precision");

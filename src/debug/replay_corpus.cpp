@@ -2,6 +2,7 @@
 #include "genesis/debug/replay_corpus.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -48,7 +49,7 @@ Corpus list_corpus(const std::string& dir) {
   const fs::file_status st = fs::status(dir, ec);
   GENESIS_CHECK(!ec || ec == std::errc::no_such_file_or_directory, "cannot read corpus folder '", dir, "': ",
                 ec.message());
-  GENESIS_CHECK(fs::exists(st), "corpus folder '", dir, "' does not exist");
+  if (!fs::exists(st)) GENESIS_THROW_FILE(dir, ENOENT, "corpus folder '", dir, "' does not exist");
   GENESIS_CHECK(fs::is_directory(st), "'", dir, "' is not a folder (--corpus takes a folder of traces; ",
                 "replay a single trace without --corpus)");
   // name -> (preference, file)
@@ -131,8 +132,9 @@ TraceSidecar parse_trace_sidecar(std::string_view text, std::string_view origin)
 }
 
 TraceSidecar load_trace_sidecar(const std::string& path) {
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  GENESIS_CHECK(in.good(), "cannot read trace sidecar '", path, "'");
+  if (!in.good()) GENESIS_THROW_FILE(path, errno != 0 ? errno : EIO, "cannot read trace sidecar '", path, "'");
   std::ostringstream text;
   text << in.rdbuf();
   GENESIS_CHECK(!in.bad(), "error reading trace sidecar '", path, "'");
@@ -157,6 +159,19 @@ double geometric_mean(const std::vector<double>& values) {
     }
   }
   return n == 0 ? 0.0 : std::exp(log_sum / static_cast<double>(n));
+}
+
+// The geometric mean as a table cell; "(k of n)" after it when only k of
+// the n traces have a figure in that column, so that means over different
+// subsets are not read as comparable.
+std::string mean_cell(const std::vector<double>& values, int digits) {
+  const double g = geometric_mean(values);
+  if (!(g > 0)) return "-";
+  const auto k = static_cast<std::size_t>(
+      std::count_if(values.begin(), values.end(), [](double v) { return v > 0 && std::isfinite(v); }));
+  std::string cell = detail::format_fixed(g, digits);
+  if (k < values.size()) cell += " (" + std::to_string(k) + " of " + std::to_string(values.size()) + ")";
+  return cell;
 }
 
 std::vector<std::string> torch_settings(const std::vector<CorpusRow>& rows) {
@@ -217,10 +232,7 @@ std::string format_corpus_report(const std::vector<std::string>& configs, const 
       t.push_back(std::move(cells));
     }
     std::vector<std::string> mean{"geometric mean", "", ""};
-    for (const auto& c : cols) {
-      const double g = geometric_mean(c);
-      mean.push_back(g > 0 ? detail::format_fixed(g, 3) : "-");
-    }
+    for (const auto& c : cols) mean.push_back(mean_cell(c, 3));
     t.push_back(std::move(mean));
     out += "peak reserved / peak live (lower is better)";
     if (live_genesis) {
@@ -249,10 +261,7 @@ std::string format_corpus_report(const std::vector<std::string>& configs, const 
       n.push_back(std::move(cells));
     }
     std::vector<std::string> nmean{"geometric mean"};
-    for (const auto& c : ncols) {
-      const double g = geometric_mean(c);
-      nmean.push_back(g > 0 ? detail::format_fixed(g, 1) : "-");
-    }
+    for (const auto& c : ncols) nmean.push_back(mean_cell(c, 1));
     n.push_back(std::move(nmean));
     out += "\nns per event (the replay loop alone)\n";
     out += detail::render_table(n);

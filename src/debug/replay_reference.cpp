@@ -105,15 +105,15 @@ std::optional<ReferenceFigures> load_reference_figures(std::string_view trace_pa
   if (::stat(path.c_str(), &st) != 0) {
     // Only "there is no such file" means "no reference figures"; a file that
     // is there but cannot be looked at is an error like any unreadable file.
-    GENESIS_CHECK(errno == ENOENT || errno == ENOTDIR, "cannot read reference file '", path,
-                  "': ", std::strerror(errno));
+    if (errno != ENOENT && errno != ENOTDIR) GENESIS_THROW_FILE(path, errno, "cannot read reference file '", path, "'");
     return std::nullopt;
   }
   GENESIS_CHECK(S_ISREG(st.st_mode), "reference file '", path, "' is not a regular file");
   GENESIS_CHECK(st.st_size <= (std::int64_t{16} << 20), "reference file '", path, "' is ", st.st_size,
                 " bytes (expected a small JSON file, at most 16 MiB)");
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  GENESIS_CHECK(in.good(), "cannot read reference file '", path, "': ", std::strerror(errno));
+  if (!in.good()) GENESIS_THROW_FILE(path, errno != 0 ? errno : EIO, "cannot read reference file '", path, "'");
   std::ostringstream text;
   text << in.rdbuf();
   GENESIS_CHECK(!in.bad(), "cannot read reference file '", path, "'");

@@ -38,8 +38,14 @@ struct Series {
   std::vector<std::pair<double, double>> points;  // (seconds, value)
 };
 
-// A line chart of `series` in an inline SVG; `unit` labels the y axis.
-std::string svg_chart(const std::string& title, const std::vector<Series>& series, const std::string& unit) {
+// Digits after the point that keep four equal steps of `step` apart.
+int digits_for_step(double step) { return step >= 10 ? 0 : step >= 1 ? 1 : step >= 0.1 ? 2 : 3; }
+
+// A line chart of `series` in an inline SVG; `unit` labels the y axis. A
+// chart of bytes in "GiB" whose values stay below one GiB is drawn in MiB
+// (or KiB) instead, and the time axis in ms or us for a run shorter than a
+// second, so that a small or short job's axis labels are not all "0.00".
+std::string svg_chart(const std::string& title, std::vector<Series> series, std::string unit) {
   constexpr double W = 880, H = 260, L = 70, R = 20, T = 30, B = 40;
   double xmax = 0, ymax = 0;
   for (const Series& s : series) {
@@ -48,9 +54,23 @@ std::string svg_chart(const std::string& title, const std::vector<Series>& serie
       ymax = std::max(ymax, y);
     }
   }
+  if (unit == "GiB") {
+    for (const char* smaller : {"MiB", "KiB"}) {
+      if (ymax <= 0 || ymax >= 1) break;
+      for (Series& s : series)
+        for (auto& point : s.points) point.second *= 1024;
+      ymax *= 1024;
+      unit = smaller;
+    }
+  }
+  // A single instant (every point at 0 s) still gets an axis: one second.
   if (xmax <= 0) xmax = 1;
   if (ymax <= 0) ymax = 1;
   ymax *= 1.05;
+  const double x_scale = xmax >= 1 ? 1 : xmax >= 1e-3 ? 1e3 : 1e6;
+  const char* x_unit = x_scale == 1 ? " s" : x_scale == 1e3 ? " ms" : " us";
+  const int x_digits = digits_for_step(xmax * x_scale / 4);
+  const int y_digits = digits_for_step(ymax / 4);
   auto px = [&](double x) { return L + (W - L - R) * x / xmax; };
   auto py = [&](double y) { return H - B - (H - T - B) * y / ymax; };
   std::ostringstream os;
@@ -61,10 +81,10 @@ std::string svg_chart(const std::string& title, const std::vector<Series>& serie
     const double y = ymax * i / 4;
     os << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << num(py(y)) << "\" y2=\"" << num(py(y))
        << "\" class=\"grid\"/><text x=\"" << L - 6 << "\" y=\"" << num(py(y) + 4) << "\" class=\"ax\" text-anchor=\"end\">"
-       << num(y, 2) << "</text>\n";
+       << num(y, y_digits) << "</text>\n";
     const double x = xmax * i / 4;
-    os << "<text x=\"" << num(px(x)) << "\" y=\"" << H - B + 16 << "\" class=\"ax\" text-anchor=\"middle\">" << num(x, 0)
-       << " s</text>\n";
+    os << "<text x=\"" << num(px(x)) << "\" y=\"" << H - B + 16 << "\" class=\"ax\" text-anchor=\"middle\">"
+       << num(x * x_scale, x_digits) << x_unit << "</text>\n";
   }
   os << "<text x=\"12\" y=\"" << num(T + (H - T - B) / 2) << "\" class=\"ax\" transform=\"rotate(-90 12 "
      << num(T + (H - T - B) / 2) << ")\" text-anchor=\"middle\">" << escape(unit) << "</text>\n";
@@ -147,7 +167,11 @@ void leak_section(std::ostringstream& os, const LeakDetector& d) {
   os << "<h2>Leaks</h2>\n";
   for (const std::string& id : d.devices()) {
     const LeakReport r = d.report(id);
-    os << "<p>Device " << escape(id) << ": " << (r.leak_detected ? "<b>leak detected</b>" : "no leak detected")
+    const std::string verdict = r.leak_detected ? "<b>leak detected</b>"
+                                : std::string(r.verdict()) == "possible"
+                                    ? "<b>possible leak</b> (growth above the threshold, too little of the run to be sure)"
+                                    : "no leak detected";
+    os << "<p>Device " << escape(id) << ": " << verdict
        << "; troughs grow " << num(r.growth_rate_mb_per_min, 2) << " MiB/min (confidence "
        << num(r.confidence, 2) << ", first " << num(r.warmup_seconds, 0) << " s ignored as warm-up).</p>\n";
     if (r.sites.empty()) continue;

@@ -167,6 +167,7 @@ json leak_json(const LeakDetector& detector) {
                        {"count", s.count}});
     }
     devices[id] = {{"leak_detected", r.leak_detected},
+                   {"verdict", r.verdict()},
                    {"growth_rate_mb_per_min", r.growth_rate_mb_per_min},
                    {"confidence", r.confidence},
                    {"threshold_mb_per_min", r.threshold_mb_per_min},

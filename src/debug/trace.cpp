@@ -266,7 +266,7 @@ class InputFile {
   // `what` names the file in messages: "trace", "snapshot".
   explicit InputFile(const std::string& path, const char* what = "trace") : path_(path), what_(what) {
     plain_ = std::fopen(path.c_str(), "rb");
-    GENESIS_CHECK(plain_ != nullptr, "cannot open ", what_, " '", path, "': ", std::strerror(errno));
+    if (plain_ == nullptr) GENESIS_THROW_FILE(path, errno, "cannot open ", what_, " '", path, "'");
     unsigned char magic[2] = {0, 0};
     const std::size_t n = std::fread(magic, 1, 2, plain_);
     gzip_ = n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
@@ -285,7 +285,7 @@ class InputFile {
                   "pass the file itself, or decompress it on the way (gunzip -c FILE | ...)");
 #if GENESIS_WITH_ZLIB
     gz_ = gzopen(path.c_str(), "rb");
-    GENESIS_CHECK(gz_ != nullptr, "cannot open ", what_, " '", path, "': ", std::strerror(errno));
+    if (gz_ == nullptr) GENESIS_THROW_FILE(path, errno != 0 ? errno : EIO, "cannot open ", what_, " '", path, "'");
     gzbuffer(gz_, 256 * 1024);
 #else
     GENESIS_THROW(InvalidArgumentError, what_, " '", path,
@@ -646,8 +646,15 @@ class Parser {
         if (t.empty() || ec != std::errc() || end != t.data() + t.size() || !std::isfinite(v)) {
           fail(text, "column 'time_us' is not a number: '" + std::string(t) + "'");
         }
-        // Negative times read as 0; beyond 2^64 us (half a million years) saturate.
-        time_us = v <= 0 ? 0 : v >= 1.8e19 ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(v);
+        // Negative times (a recording relative to a later start) read as 0;
+        // from 2^64 us (half a million years) on, a time is no time but a
+        // broken field, and the replay's durations and rates would be
+        // nonsense: refused.
+        if (v >= 18446744073709551616.0) {
+          fail(text, "column 'time_us' is out of range: '" + std::string(t) +
+                         "' (expected microseconds below 18446744073709551616)");
+        }
+        time_us = v <= 0 ? 0 : static_cast<std::uint64_t>(v);
       }
     }
     const std::string_view action_text = fields_[static_cast<std::size_t>(index_[kAction])];
@@ -730,6 +737,27 @@ class Parser {
 
 // ---------------------------------------------------------------------------
 
+namespace {
+
+// "x.pickle", "x.pkl", and either with ".gz".
+bool named_like_pickle(std::string_view path) {
+  if (path.size() >= 3 && path.substr(path.size() - 3) == ".gz") path.remove_suffix(3);
+  for (std::string_view ext : {".pickle", ".pkl"}) {
+    if (path.size() >= ext.size() && path.substr(path.size() - ext.size()) == ext) return true;
+  }
+  return false;
+}
+
+// Up to 24 bytes of a file's start for a message, other bytes as '?'.
+std::string printable_prefix(const char* p, std::size_t n) {
+  std::string out;
+  for (std::size_t i = 0; i < n && i < 24 && p[i] != '\n' && p[i] != '\r'; ++i)
+    out += (p[i] >= 0x20 && p[i] < 0x7f) ? p[i] : '?';
+  return out;
+}
+
+}  // namespace
+
 Trace read_trace(const std::string& path) {
   InputFile in(path);
   Parser parser(path);
@@ -752,6 +780,11 @@ Trace read_trace(const std::string& path) {
       GENESIS_CHECK(n < 2 || head[0] != 0x80, path, ": a pickle of protocol ", static_cast<int>(head[1]),
                     ", which is not read: PyTorch memory snapshots are pickles of protocol 0 to 5 ",
                     "(torch.cuda.memory._dump_snapshot)");
+      // Named like a snapshot but not a pickle: say so, rather than what
+      // the CSV reader makes of its first line.
+      GENESIS_CHECK(!named_like_pickle(path), path, ": not a PyTorch memory snapshot (a file named .pickle or .pkl ",
+                    "should be a pickle written by torch.cuda.memory._dump_snapshot(); this one starts with '",
+                    printable_prefix(chunk.get(), n), "'); CSV traces are read whatever their name");
     }
     const char* p = chunk.get();
     const char* const end = p + n;

@@ -11,12 +11,12 @@ namespace genesis::debug::detail {
 OutputFile::OutputFile(const std::string& path, bool gzip) : path_(path) {
   if (!gzip) {
     plain_ = std::fopen(path.c_str(), "wb");
-    GENESIS_CHECK(plain_ != nullptr, "cannot create trace '", path, "': ", std::strerror(errno));
+    if (plain_ == nullptr) GENESIS_THROW_FILE(path, errno, "cannot create trace '", path, "'");
     return;
   }
 #if GENESIS_WITH_ZLIB
   gz_ = gzopen(path.c_str(), "wb6");
-  GENESIS_CHECK(gz_ != nullptr, "cannot create trace '", path, "': ", std::strerror(errno));
+  if (gz_ == nullptr) GENESIS_THROW_FILE(path, errno != 0 ? errno : EIO, "cannot create trace '", path, "'");
 #else
   GENESIS_THROW(InvalidArgumentError, "cannot write '", path,
                 "': this Genesis was built without zlib (no gzip); write a .csv instead");

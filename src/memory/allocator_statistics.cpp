@@ -89,6 +89,7 @@ void AllocatorStatistics::fold_peaks(const Current& c) const {
     peaks_.segments[i] = std::max(peaks_.segments[i], c.segments[i]);
     peaks_.allocations[i] = std::max(peaks_.allocations[i], c.allocations[i]);
     peaks_.inactive_split[i] = std::max(peaks_.inactive_split[i], c.inactive[i]);
+    peaks_.inactive_split_count[i] = std::max(peaks_.inactive_split_count[i], c.inactive_count[i]);
   }
 }
 
@@ -165,7 +166,7 @@ MemoryStats AllocatorStatistics::report(const std::vector<ThreadCache*>& caches,
     s.allocation_count[i].freed = c.frees_cum[i] - baseline_.frees[i];
     set(s.segment_count[i], c.segments[i], peaks_.segments[i]);
     derive(s.segment_count[i], c.segments_cum[i] - baseline_.segments_allocated[i], baseline_.segments_current[i]);
-    set(s.inactive_split_count[i], c.inactive_count[i], c.inactive_count[i]);
+    set(s.inactive_split_count[i], c.inactive_count[i], peaks_.inactive_split_count[i]);
     derive(s.inactive_split_count[i], c.split_count_cum[i] - baseline_.split_count_added[i],
            baseline_.split_count_current[i]);
   }
@@ -195,6 +196,7 @@ void AllocatorStatistics::reset_peaks(const std::vector<ThreadCache*>& caches, c
     peaks_.segments[i] = c.segments[i];
     peaks_.allocations[i] = c.allocations[i];
     peaks_.inactive_split[i] = c.inactive[i];
+    peaks_.inactive_split_count[i] = c.inactive_count[i];
     // A racing owner may overwrite these with fresh (valid) candidates.
     for (ThreadCache* tc : caches) {
       tc->peak_candidate[i].set(c.allocated[i]);

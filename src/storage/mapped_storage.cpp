@@ -15,11 +15,25 @@
 
 namespace genesis::storage {
 
+namespace {
+
+// numpy.memmap's long names for the modes.
+std::string_view short_mode(std::string_view mode) {
+  if (mode == "readonly") return "r";
+  if (mode == "readwrite") return "r+";
+  if (mode == "write") return "w+";
+  if (mode == "copyonwrite") return "c";
+  return mode;
+}
+
+}  // namespace
+
 MappedStorage::MappedStorage(std::string filename, std::vector<int64_t> shape, DType dtype,
                              std::string_view mode, int64_t offset)
-    : filename_(std::move(filename)), shape_(std::move(shape)), dtype_(dtype), mode_(mode), offset_(offset) {
+    : filename_(std::move(filename)), shape_(std::move(shape)), dtype_(dtype), mode_(short_mode(mode)), offset_(offset) {
   GENESIS_CHECK(mode_ == "r" || mode_ == "r+" || mode_ == "w+" || mode_ == "c", "MappedStorage: unknown mode '",
-                mode_, "': valid modes are 'r', 'r+', 'w+' and 'c'");
+                mode_, "': valid modes are 'r', 'r+', 'w+' and 'c' (or numpy.memmap's 'readonly', 'readwrite', ",
+                "'write' and 'copyonwrite')");
   GENESIS_CHECK(offset_ >= 0, "MappedStorage: offset must be non-negative, got ", offset_);
   nbytes_ = detail::checked_nbytes(shape_, dtype_, "MappedStorage");
   const auto max_off = static_cast<std::size_t>(std::numeric_limits<off_t>::max());
@@ -37,9 +51,7 @@ MappedStorage::MappedStorage(std::string filename, std::vector<int64_t> shape, D
   // nothing for a regular file.
   const int fd = ::open(filename_.c_str(), flags | O_CLOEXEC | O_NONBLOCK, 0644);
   if (fd < 0) {
-    const int err = errno;
-    GENESIS_THROW(InvalidArgumentError, "MappedStorage: cannot open '", filename_, "' in mode '", mode_,
-                  "': ", std::strerror(err));
+    GENESIS_THROW_FILE(filename_, errno, "MappedStorage: cannot open '", filename_, "' in mode '", mode_, "'");
   }
   auto fail = [&](const std::string& msg, bool oom = false) {
     ::close(fd);
@@ -63,7 +75,9 @@ MappedStorage::MappedStorage(std::string filename, std::vector<int64_t> shape, D
     fail(genesis::detail::str_cat("MappedStorage: '", filename_, "' is not a regular file", kind,
                                   "; expected a file to map"));
   }
-  if (mode_ == "w+") {
+  // "w+" sizes the file it created; "r+" grows a short one with zeros, as
+  // numpy.memmap does in both modes (a file is never shrunk).
+  if (mode_ == "w+" || (mode_ == "r+" && static_cast<std::size_t>(st.st_size) < end)) {
     if (::ftruncate(fd, static_cast<off_t>(end)) != 0) {
       fail(genesis::detail::str_cat("MappedStorage: cannot size '", filename_, "' to ", end, " bytes: ",
                            std::strerror(errno)));

@@ -156,10 +156,23 @@ Tensor Tensor::argmin(std::optional<std::int64_t> dim, bool keepdim) const {
 Tensor Tensor::any() const { return reduce_impl(ReduceOp::kAny, *this, {}, false, std::nullopt); }
 Tensor Tensor::all() const { return reduce_impl(ReduceOp::kAll, *this, {}, false, std::nullopt); }
 
+Tensor Tensor::any(const DimList& dims, bool keepdim) const {
+  return reduce_impl(ReduceOp::kAny, *this, dims.dims(), keepdim, std::nullopt);
+}
+Tensor Tensor::all(const DimList& dims, bool keepdim) const {
+  return reduce_impl(ReduceOp::kAll, *this, dims.dims(), keepdim, std::nullopt);
+}
+
 Tensor count_nonzero(const Tensor& x) {
   detail::check_defined(x, "count_nonzero");
   Tensor b = x.dtype() == DType::kBool ? x : x.ne(0);
   return b.sum();
+}
+
+Tensor count_nonzero(const Tensor& x, const DimList& dims) {
+  detail::check_defined(x, "count_nonzero");
+  Tensor b = x.dtype() == DType::kBool ? x : x.ne(0);
+  return b.sum(dims, false, DType::kInt64);
 }
 
 Tensor nonzero(const Tensor& x) {

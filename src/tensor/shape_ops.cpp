@@ -242,7 +242,16 @@ Tensor Tensor::slice(std::int64_t d_in, std::optional<std::int64_t> start_in, st
     GENESIS_CHECK(count <= 1, "slice: stride ", strides()[d], " * step ", step, " overflows int64");
     st[d] = strides()[d];
   }
-  const std::int64_t offset = storage_offset() + (count > 0 ? start * strides()[d] : 0);
+  std::int64_t offset = storage_offset() + (count > 0 ? start * strides()[d] : 0);
+  // An empty slice starts where its first element would be (x[4:] of four
+  // elements at offset 4, as PyTorch and NumPy place it), when that is
+  // inside the storage or just past its end; elsewhere it keeps the base.
+  if (count == 0 && step > 0) {
+    std::int64_t moved = 0, at = 0;
+    const auto capacity = static_cast<std::int64_t>(storage().nbytes() / dtype_size(storage().dtype()));
+    if (mul_fits(start, strides()[d], moved) && add_fits(storage_offset(), moved, at) && at >= 0 && at <= capacity)
+      offset = at;
+  }
   return detail::make_view(*this, sh, st, offset);
 }
 

@@ -120,6 +120,9 @@ bool same_elements(const Tensor& a, const Tensor& b) {
 }
 
 void check_no_internal_overlap(const Tensor& t, const char* what) {
+  // A tensor without elements writes nothing, so nothing of it can overlap
+  // (NumPy gives empty arrays zero strides: from_numpy keeps them).
+  if (t.numel() == 0) return;
   for (std::size_t d = 0; d < t.shape().size(); ++d) {
     GENESIS_CHECK(t.shape()[d] <= 1 || t.strides()[d] != 0, what, ": unsupported operation: more than one element of "
                   "the written-to tensor refers to a single memory location (dimension ", d, " is expanded); "

@@ -56,6 +56,26 @@ TEST(LeakDetector, FindsAPlantedLeakUnderTheSawtooth) {
   for (const LeakSite& s : r.sites) EXPECT_NE(s.site, "model.py:1 in init");
 }
 
+TEST(LeakDetector, FastGrowthSeenBrieflyIsAPossibleLeakNotNone) {
+  // 100 s of troughs growing 40 MiB/min: four times the threshold, but a
+  // 60 s warm-up leaves too little of the run to be sure.
+  LeakDetector d;
+  SawtoothJob job;
+  job.leak_per_s = 40.0 * kMiB / 60.0;
+  feed(d, job, 100);
+  const LeakReport r = d.report("0");
+  EXPECT_FALSE(r.leak_detected);
+  EXPECT_LT(r.confidence, 0.5);
+  EXPECT_STREQ(r.verdict(), "possible") << r.growth_rate_mb_per_min << " MiB/min";
+  // The long run decides; the flat one is no leak.
+  LeakDetector long_run;
+  feed(long_run, job, 600);
+  EXPECT_STREQ(long_run.report("0").verdict(), "leak");
+  LeakDetector flat;
+  feed(flat, SawtoothJob{}, 100);
+  EXPECT_STREQ(flat.report("0").verdict(), "none");
+}
+
 TEST(LeakDetector, WarmUpIsNotALeak) {
   LeakDetector d;
   // 90 s of fast growth (10 GiB), then a flat sawtooth for ten minutes.

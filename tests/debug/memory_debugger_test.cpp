@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cctype>
 #include <thread>
 #include <nlohmann/json.hpp>
 
@@ -212,6 +213,51 @@ TEST_F(ReportsTest, HtmlIsSelfContained) {
   for (std::size_t at = html.find("http"); at != std::string::npos; at = html.find("http", at + 1)) {
     EXPECT_EQ(html.compare(at, ns.size(), ns), 0) << html.substr(at, 60);
   }
+}
+
+// The axis labels of the SVG chart, in order: the text of each
+// <text ... class="ax" ...> element.
+std::vector<std::string> axis_labels(const std::string& html) {
+  std::vector<std::string> out;
+  for (std::size_t at = html.find("class=\"ax\""); at != std::string::npos; at = html.find("class=\"ax\"", at + 1)) {
+    const std::size_t open = html.find('>', at), close = html.find("</text>", at);
+    if (open != std::string::npos && close != std::string::npos && open < close)
+      out.push_back(html.substr(open + 1, close - open - 1));
+  }
+  return out;
+}
+
+TEST(HtmlReport, ShortSmallJobsGetReadableAxes) {
+  // 40 MiB on a 64 MiB device over a fifth of a second: labels in MiB and
+  // ms, all different, where GiB and seconds would print "0.00" and "0 s".
+  MemoryProfiler profiler;
+  for (int i = 0; i <= 20; ++i) {
+    MemorySample s;
+    s.time_ns = static_cast<std::uint64_t>(i) * 10'000'000;  // 10 ms apart
+    s.total = 64ull << 20;
+    s.allocated = static_cast<std::uint64_t>(2 * i) << 20;
+    s.reserved = s.used = s.allocated + (1ull << 20);
+    s.free = s.total - s.used;
+    profiler.add("0", s);
+  }
+  HtmlReportInput in;
+  in.source = "short";
+  in.profiler = &profiler;
+  const std::vector<std::string> labels = axis_labels(html_report(in));
+  std::vector<std::string> y, x;
+  bool unit_seen = false;
+  for (const std::string& l : labels) {
+    if (l.size() > 3 && l.compare(l.size() - 3, 3, " ms") == 0) x.push_back(l);
+    else if (l == "MiB") unit_seen = true;
+    else if (!l.empty() && (std::isdigit(static_cast<unsigned char>(l[0])) != 0)) y.push_back(l);
+  }
+  EXPECT_TRUE(unit_seen) << ::testing::PrintToString(labels);
+  ASSERT_EQ(x.size(), 5u) << ::testing::PrintToString(labels);
+  EXPECT_EQ(x.front(), "0 ms");
+  for (std::size_t i = 1; i < x.size(); ++i) EXPECT_NE(x[i], x[i - 1]) << ::testing::PrintToString(x);
+  ASSERT_EQ(y.size(), 5u) << ::testing::PrintToString(labels);
+  for (std::size_t i = 1; i < y.size(); ++i) EXPECT_NE(y[i], y[i - 1]) << ::testing::PrintToString(y);
+  EXPECT_EQ(y.front(), "0");  // 64 MiB * 1.05 / 4 per step: whole MiB
 }
 
 TEST_F(ReportsTest, SourceNamesThatAreNotUtf8StillGiveReports) {

@@ -65,6 +65,30 @@ TEST(OOMPredictor, GrowthAfterAQuietStartIsPredictedWithoutLag) {
   EXPECT_NEAR(r.growth_rate_bytes_per_sec, slope, 0.1 * slope);
 }
 
+// Growth fast enough to fill the device in a minute, seen for a few seconds
+// at low usage: the risk is the estimate's, and the advice says so instead
+// of calling usage over a threshold it is far below.
+TEST(OOMPredictor, AFastButBriefGrowthIsNotCalledUsageOverTheThreshold) {
+  // 12 s of a 1 GiB device whose peaks grow 8 MiB/s under a 100 MiB
+  // sawtooth: full in about 90 s, with a fifth of the horizon seen.
+  OOMPredictor p;
+  const auto total = static_cast<std::uint64_t>(kGiB);
+  for (int i = 0; i <= 120; ++i) {
+    const double t = i * 0.1;
+    const double base = 100.0 * kMiB + 8.0 * kMiB * t;
+    p.add(make_sample(t, base + (i % 10 < 5 ? 100.0 * kMiB : 0.0), base + 100.0 * kMiB, total));
+  }
+  const OOMPrediction r = p.predict();
+  ASSERT_GE(r.risk_level, RiskLevel::high);
+  ASSERT_LT(r.confidence, 0.5);
+  ASSERT_GT(r.predicted_oom_seconds, 0);
+  EXPECT_LT(r.current_usage_percent, 50);
+  std::string all;
+  for (const std::string& line : r.recommendations) all += line + "\n";
+  EXPECT_EQ(all.find("(threshold"), std::string::npos) << all;
+  EXPECT_NE(all.find("too short or uneven a stretch to be sure"), std::string::npos) << all;
+}
+
 TEST(OOMPredictor, SawtoothWithGrowingPeaksIsJudgedByItsPeaks) {
   OOMPredictor p;
   SawtoothJob job;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -173,6 +174,7 @@ TEST_F(TraceReadTest, MalformedLinesNameFileLineAndProblem) {
       {header + ok + "# c\n\n" + "5,alloc,8192,-5,0\n", 5, "negative size -5"},
       {header + "1,malloc,4096,100,0\n", 2, "unknown action 'malloc'"},
       {header + "soon,alloc,4096,100,0\n", 2, "column 'time_us' is not a number"},
+      {header + "99999999999999999999999,alloc,4096,100,0\n", 2, "column 'time_us' is out of range"},
       {header + "1,alloc,4096,,0\n", 2, "column 'size' is empty"},
       {header + "1,alloc,4096,100,-1\n", 2, "column 'stream' is negative"},
       {header + "1,alloc,4096,99999999999999999999999,0\n", 2, "out of range"},
@@ -251,10 +253,28 @@ TEST_F(TraceReadTest, MissingFileIsAnError) {
   try {
     (void)read_trace(path("nope.csv"));
     ADD_FAILURE() << "no error";
-  } catch (const InvalidArgumentError& e) {
+  } catch (const FileError& e) {
+    // A FileError, so that Python raises FileNotFoundError for it.
+    EXPECT_EQ(e.error_number(), ENOENT);
+    EXPECT_EQ(e.path(), path("nope.csv"));
     EXPECT_NE(e.message().find("cannot open trace"), std::string::npos) << e.message();
-    EXPECT_NE(e.message().find("nope.csv"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("nope.csv': No such file or directory"), std::string::npos) << e.message();
   }
+}
+
+TEST_F(TraceReadTest, AFileNamedLikeASnapshotThatIsNoPickleSaysSo) {
+  for (const char* name : {"np.pickle", "np.pkl", "np.pickle.gz"}) {
+    try {
+      (void)read_trace(write_plain(name, "notapickle\n"));
+      ADD_FAILURE() << name << ": no error";
+    } catch (const InvalidArgumentError& e) {
+      EXPECT_NE(e.message().find("not a PyTorch memory snapshot"), std::string::npos) << e.message();
+      EXPECT_NE(e.message().find("starts with 'notapickle'"), std::string::npos) << e.message();
+    }
+  }
+  // Any other name is read as CSV, whatever it is called.
+  EXPECT_EQ(read_trace(write_plain("trace.data", "time_us,action,addr,size,stream\n1,alloc,1,10,0\n")).events.size(),
+            1u);
 }
 
 TEST_F(TraceReadTest, EmptyFileIsAnEmptyTrace) {

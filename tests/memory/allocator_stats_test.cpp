@@ -164,6 +164,11 @@ TEST_F(AllocatorStatsTest, ExactValuesThroughThePool) {
   ExpectStat("cached", s.cached_bytes, {22 * M - K, 22 * M - K}, {2 * M - K, 2 * M - K}, {20 * M, 20 * M});
   ExpectStat("allocation_count", s.allocation_count, {1, 3}, {1, 2}, {0, 1});
   EXPECT_EQ(s.largest_free_block, static_cast<std::size_t>(20 * M));
+  // The count of split blocks keeps its peak like every other statistic:
+  // three at step 4, two now (the small segment's two free pieces).
+  EXPECT_EQ(s.inactive_split_count[kStatAggregate].current, 2);
+  EXPECT_EQ(s.inactive_split_count[kStatAggregate].peak, 3);
+  EXPECT_EQ(s.inactive_split_count[kStatLargePool].peak, 1);
   EXPECT_DOUBLE_EQ(s.fragmentation_ratio(), static_cast<double>(22 * M - K) / static_cast<double>(22 * M));
 
   // 6. reset_peak_stats: peaks drop to the current values.
@@ -172,6 +177,7 @@ TEST_F(AllocatorStatsTest, ExactValuesThroughThePool) {
   ExpectStat("allocated", s.allocated_bytes, {K, K}, {K, K}, {0, 0});
   ExpectStat("requested", s.requested_bytes, {1000, 1000}, {1000, 1000}, {0, 0});
   ExpectStat("inactive_split", s.inactive_split_bytes, {2 * M - K, 2 * M - K}, {2 * M - K, 2 * M - K}, {0, 0});
+  EXPECT_EQ(s.inactive_split_count[kStatAggregate].peak, 2);
   ExpectStat("allocation_count", s.allocation_count, {1, 1}, {1, 1}, {0, 0});
   ExpectStat("reserved", s.reserved_bytes, {22 * M, 22 * M}, {2 * M, 2 * M}, {20 * M, 20 * M});
   ExpectCounters(s, {3, 2, 1, 2, 0, 2, 0});  // counters are not peaks
@@ -197,6 +203,7 @@ TEST_F(AllocatorStatsTest, ExactValuesThroughThePool) {
   s = a->stats();
   ExpectStat("inactive_split", s.inactive_split_bytes, {0, 10 * M - K}, {0, 2 * M - K}, {0, 8 * M});
   EXPECT_EQ(s.inactive_split_count[kStatAggregate].current, 0);
+  EXPECT_EQ(s.inactive_split_count[kStatAggregate].peak, 3);  // step 7: two small pieces, one large
   a->empty_cache();
   s = a->stats();
   ExpectStat("allocated", s.allocated_bytes, {0, 12 * M + K}, {0, K}, {0, 12 * M});

@@ -60,6 +60,11 @@ std::string token_of(const DistributedArgs& a) {
 int run_master(const DistributedArgs& a) {
   if (!(a.duration >= 0)) GENESIS_THROW(InvalidArgumentError, "--duration must be >= 0 seconds (0: until Ctrl-C)");
   if (!(a.table_every > 0)) GENESIS_THROW(InvalidArgumentError, "--table-every must be > 0 seconds");
+  GENESIS_CHECK(a.source.trace.empty() && a.source.pid == 0 && a.source.command.empty() && a.source.devices.empty(),
+                "--trace, --pid, --devices and -- CMD choose what a worker watches: a master (--role master) only "
+                "collects the workers' reports");
+  GENESIS_CHECK(a.output.empty() || a.sd_file.empty() || a.output != a.sd_file, "--output and --sd-file both write '",
+                a.output, "': give each its own file");
   if (!a.output.empty()) check_writable(a.output);
   debug::MasterConfig config;
   config.server.bind = a.bind;

@@ -1,7 +1,9 @@
 #include "interrupt.h"
 
 #include <csignal>
+#include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <unistd.h>
 
 namespace genesis::tools {
@@ -10,20 +12,36 @@ namespace {
 
 debug::StopFlag g_stop{false};
 volatile std::sig_atomic_t g_count = 0;
+// When the first signal came, in CLOCK_MONOTONIC nanoseconds.
+volatile std::int64_t g_first_ns = 0;
+// Signals this close to the first are the same request: GNU timeout (and
+// kill of a process group) sends its signal both to the child and to the
+// group, so one request arrives twice within microseconds.
+constexpr std::int64_t kSameRequestNs = 1'000'000'000;
+
+std::int64_t monotonic_ns() {
+  struct timespec ts {};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);  // async-signal-safe
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
 bool g_installed = false;
 struct sigaction g_old_int {};
 struct sigaction g_old_term {};
 
 void on_signal(int) {
-  g_count = g_count + 1;
-  if (g_count == 1) {
+  // Only async-signal-safe calls here.
+  const std::int64_t now = monotonic_ns();
+  if (g_count == 0) {
+    g_count = 1;
+    g_first_ns = now;
     g_stop.store(true, std::memory_order_relaxed);
     return;
   }
-  // Only async-signal-safe calls from here.
+  if (now - g_first_ns < kSameRequestNs) return;  // the same request, delivered twice
+  g_count = g_count + 1;
   const char msg[] =
-      "\ngenesis-mem: error: interrupted twice: stopped without finishing; the report may be "
-      "incomplete (press Ctrl-C once to stop and write it)\n";
+      "\ngenesis-mem: error: interrupted twice: stopped without writing the report, or with part of it "
+      "written (one SIGINT or SIGTERM, or Ctrl-C once, stops the command and writes it)\n";
   ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof msg - 1);
   (void)ignored;
   ::_exit(130);

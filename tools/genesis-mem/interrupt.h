@@ -3,7 +3,9 @@
 // The first SIGINT (or SIGTERM) asks the running command to stop: it stops
 // sampling and still writes its report. A second one, while the report is
 // being written, gives up at once with exit status 130 and a line saying
-// that the report may be incomplete.
+// that the report may be missing or incomplete. Signals within a second of
+// the first count as the first: `timeout` and `kill` of a process group
+// deliver one request twice.
 #pragma once
 
 #include "genesis/debug/memory_source.h"

@@ -80,6 +80,9 @@ json result_json(const debug::ReplayResult& r) {
               {"stream_borrows", r.stream_borrows},
               {"upstream_frees", r.upstream_frees},
               {"ooms", r.ooms},
+              // false: allocations ran out of memory and were skipped, so
+              // the figures are of a run that did less than the trace.
+              {"complete", r.ooms == 0},
               {"unknown_frees", r.unknown_frees},
               {"live_at_end", r.live_at_end},
               {"allocated_after_cleanup", r.allocated_after_cleanup},

@@ -55,7 +55,8 @@ json report_json(const CorpusRunArgs& args, const std::vector<std::string>& name
                               {"upstream_allocs", r.upstream_allocs},
                               {"upstream_frees", r.upstream_frees},
                               {"stream_borrows", r.stream_borrows},
-                              {"ooms", r.ooms}});
+                              {"ooms", r.ooms},
+                              {"complete", r.ooms == 0}});
     }
     json pt = json::object();
     for (const debug::TorchPeak& p : row.pytorch) pt[p.setting] = torch_json(p, row.peak_live_bytes);
@@ -66,8 +67,11 @@ json report_json(const CorpusRunArgs& args, const std::vector<std::string>& name
     out["traces"].push_back(std::move(t));
   }
   // Geometric means over the traces, per column (as the text report).
+  // "traces": how many traces each mean is over (a PyTorch setting may lack
+  // figures for some, an OOM replay is left out), out of out["traces"].
   json reserved = json::object();
   json ns = json::object();
+  json counts = json::object();
   for (std::size_t c = 0; c < names.size(); ++c) {
     std::vector<double> r, n;
     for (const debug::CorpusRow& row : rows) {
@@ -80,6 +84,7 @@ json report_json(const CorpusRunArgs& args, const std::vector<std::string>& name
     }
     reserved[names[c]] = debug::geometric_mean(r);
     ns[names[c]] = debug::geometric_mean(n);
+    counts[names[c]] = r.size();
   }
   for (const std::string& s : debug::torch_settings(rows)) {
     std::vector<double> r;
@@ -90,6 +95,7 @@ json report_json(const CorpusRunArgs& args, const std::vector<std::string>& name
       }
     }
     reserved["pytorch " + s] = debug::geometric_mean(r);
+    counts["pytorch " + s] = r.size();
   }
   std::vector<double> best;
   for (const debug::CorpusRow& row : rows) {
@@ -97,15 +103,21 @@ json report_json(const CorpusRunArgs& args, const std::vector<std::string>& name
     if (b != nullptr && row.peak_live_bytes > 0)
       best.push_back(static_cast<double>(b->peak_reserved_bytes) / static_cast<double>(row.peak_live_bytes));
   }
-  if (!best.empty()) reserved["pytorch best"] = debug::geometric_mean(best);
+  if (!best.empty()) {
+    reserved["pytorch best"] = debug::geometric_mean(best);
+    counts["pytorch best"] = best.size();
+  }
   std::vector<double> live_genesis;
   for (const debug::CorpusRow& row : rows) {
     if (row.genesis_torch && row.peak_live_bytes > 0)
       live_genesis.push_back(static_cast<double>(row.genesis_torch->peak_reserved_bytes) /
                              static_cast<double>(row.peak_live_bytes));
   }
-  if (!live_genesis.empty()) reserved["genesis under pytorch"] = debug::geometric_mean(live_genesis);
-  out["geometric_mean"] = {{"reserved_per_live", reserved}, {"ns_per_event", ns}};
+  if (!live_genesis.empty()) {
+    reserved["genesis under pytorch"] = debug::geometric_mean(live_genesis);
+    counts["genesis under pytorch"] = live_genesis.size();
+  }
+  out["geometric_mean"] = {{"reserved_per_live", reserved}, {"ns_per_event", ns}, {"traces", counts}};
   out["duplicates"] = corpus.duplicates;
   json errs = json::array();
   for (const debug::CorpusError& e : errors) errs.push_back({{"file", e.file}, {"error", e.message}});

@@ -95,6 +95,47 @@ std::string run_plotter(const std::string& script, const std::string& data, cons
 
 }  // namespace
 
+namespace {
+
+// Whether two paths name one file: the same text, the same file through a
+// link or another spelling (both exist), or the same absolute path once
+// normalised (one or both still to be written).
+bool same_file(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  std::error_code ec;
+  if (std::filesystem::equivalent(a, b, ec)) return true;
+  const std::filesystem::path ca = std::filesystem::weakly_canonical(a, ec);
+  if (ec) return false;
+  const std::filesystem::path cb = std::filesystem::weakly_canonical(b, ec);
+  return !ec && ca == cb;
+}
+
+}  // namespace
+
+void check_distinct_outputs(const Outputs& o, const std::string& input) {
+  std::vector<std::pair<const char*, std::string>> files;
+  auto add = [&](const char* flag, const std::string& path) {
+    if (!path.empty() && path != "-") files.emplace_back(flag, path);
+  };
+  add("--output", o.json_path);
+  add("--html", o.html_path);
+  add("--chrome-trace", o.chrome_trace_path);
+  if (o.plot) add("--plot", plot_path(o));
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (!input.empty() && input != "-" && same_file(files[i].second, input)) {
+      GENESIS_THROW(InvalidArgumentError, files[i].first, " '", files[i].second, "' is the trace being read ('",
+                    input, "'): writing there would replace it; name another file");
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (same_file(files[i].second, files[j].second)) {
+        GENESIS_THROW(InvalidArgumentError, files[j].first, " and ", files[i].first, " both write '",
+                      files[i].second, "'", std::strcmp(files[i].first, "--plot") == 0 ? " (the plot goes next to --output, with .png)" : "",
+                      ": give each output its own file");
+      }
+    }
+  }
+}
+
 void check_writable(const std::string& path) {
   if (path == "-") return;
   const bool existed = ::access(path.c_str(), F_OK) == 0;
@@ -248,9 +289,13 @@ void print_summary(const std::string& kind, const debug::MemoryDebugger& d, std:
       const std::vector<std::string> ids = l->devices();
       if (std::find(ids.begin(), ids.end(), dev.id) != ids.end()) {
         const debug::LeakReport r = l->report(dev.id);
+        const std::string verdict = r.leak_detected ? "LEAK"
+                                    : std::string(r.verdict()) == "possible"
+                                        ? "possible (too little of the run to be sure: watch longer)"
+                                        : "none";
         std::fprintf(out, "  leak      %s: steady growth %.2f MiB/min (threshold %.1f, confidence %.2f, warm-up %.1f s ignored)\n",
-                     r.leak_detected ? "LEAK" : "none", r.growth_rate_mb_per_min, r.threshold_mb_per_min,
-                     r.confidence, r.warmup_seconds);
+                     verdict.c_str(), r.growth_rate_mb_per_min, r.threshold_mb_per_min, r.confidence,
+                     r.warmup_seconds);
         for (std::size_t i = 0; i < r.sites.size() && i < 10; ++i) {
           const debug::LeakSite& s = r.sites[i];
           std::fprintf(out, "            %+.2f MiB/min  %s held in %llu  %s\n", s.growth_rate_mb_per_min,

@@ -22,6 +22,12 @@ struct Outputs {
 /// check leaves no file behind.
 void check_writable(const std::string& path);
 
+/// Throws InvalidArgumentError when two outputs would be written to one file
+/// (-o r.json --html r.json; -o r.png --plot, whose plot is r.png), or an
+/// output to the trace being read (`input`, empty when there is none): the
+/// later write would silently replace the earlier one, or the trace itself.
+void check_distinct_outputs(const Outputs& outputs, const std::string& input);
+
 /// Writes every output asked for. Each failure is printed as one error line
 /// and the others are still written; returns 0, or 2 when something could
 /// not be written (bad path, full disk), 1 when the plots could not be drawn.

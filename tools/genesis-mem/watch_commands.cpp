@@ -80,6 +80,16 @@ debug::DebugOptions debug_options(const WatchArgs& a, const std::vector<std::str
   return o;
 }
 
+Outputs outputs_of(const WatchArgs& a) {
+  Outputs outputs;
+  outputs.kind = kind_name(a.kind);
+  outputs.json_path = a.output;
+  outputs.html_path = a.html;
+  outputs.chrome_trace_path = a.chrome_trace;
+  outputs.plot = a.plot;
+  return outputs;
+}
+
 void check_args(const WatchArgs& a) {
   if (!(a.interval > 0)) GENESIS_THROW(InvalidArgumentError, "--interval ", a.interval, ": expected seconds > 0");
   if (!(a.duration >= 0)) {
@@ -93,6 +103,7 @@ void check_args(const WatchArgs& a) {
   }
   if (!(a.window > 0)) GENESIS_THROW(InvalidArgumentError, "--window ", a.window, ": expected seconds > 0");
   // Fail before watching for minutes, not after.
+  check_distinct_outputs(outputs_of(a), a.source.trace);
   for (const std::string* path : {&a.output, &a.html, &a.chrome_trace}) {
     if (!path->empty()) check_writable(*path);
   }
@@ -166,13 +177,7 @@ int run_watch(const WatchArgs& a) {
   // Everything below runs even when sampling failed: the partial report is
   // still worth having.
   const std::string json = report_json(a, debugger);
-  Outputs outputs;
-  outputs.kind = kind_name(a.kind);
-  outputs.json_path = a.output;
-  outputs.html_path = a.html;
-  outputs.chrome_trace_path = a.chrome_trace;
-  outputs.plot = a.plot;
-  const int written = write_outputs(outputs, json, debugger);
+  const int written = write_outputs(outputs_of(a), json, debugger);
   remove_interrupt_handler();
 
   if (a.json) {

@@ -8,7 +8,9 @@
 // ValueError and a RuntimeError); TypeMismatchError ->
 // genesis.TypeMismatchError (a TypeError and a RuntimeError);
 // DivisionByZeroError -> genesis.DivisionByZeroError (a ZeroDivisionError
-// and a RuntimeError); IndexError -> IndexError; any other Error ->
+// and a RuntimeError); IndexError -> IndexError; FileError -> the OSError
+// subclass its errno selects (FileNotFoundError, PermissionError,
+// IsADirectoryError, ...), as open() raises; any other Error ->
 // RuntimeError. The check macros record file and line so that a report
 // points at the check that fired; Python messages leave that location out
 // (it means nothing to a Python user) and keep it in `cpp_location`.
@@ -69,6 +71,23 @@ class IndexError : public Error {
   using Error::Error;
 };
 
+/// A file could not be opened, read or written. `error_number()` is the
+/// errno of the failed call and `path()` the file, so that Python raises the
+/// OSError subclass a user of open() expects (FileNotFoundError for a missing
+/// file). An InvalidArgumentError, so C++ code that caught bad paths as bad
+/// arguments still does.
+class FileError : public InvalidArgumentError {
+ public:
+  FileError(std::string message, int error_number, std::string path, const char* file, int line)
+      : InvalidArgumentError(std::move(message), file, line), error_number_(error_number), path_(std::move(path)) {}
+  int error_number() const noexcept { return error_number_; }
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  int error_number_;
+  std::string path_;
+};
+
 /// A CUDA runtime or driver call failed. `code()` is the raw cudaError_t /
 /// CUresult value.
 class CudaError : public Error {
@@ -96,6 +115,8 @@ std::string str_cat(Args&&... args) {
 [[noreturn]] void throw_type_mismatch(const char* file, int line, const std::string& msg);
 [[noreturn]] void throw_index_error(const char* file, int line, const std::string& msg);
 [[noreturn]] void throw_out_of_memory(const char* file, int line, const std::string& msg);
+[[noreturn]] void throw_file_error(const char* file, int line, const std::string& path, int err,
+                                   const std::string& msg);
 
 /// Human-readable byte count: "1.50 GiB", "512 B".
 std::string format_bytes(unsigned long long bytes);
@@ -135,6 +156,12 @@ std::string format_address(unsigned long long value);
           __FILE__, __LINE__, ::genesis::detail::str_cat(__VA_ARGS__));        \
     }                                                                          \
   } while (0)
+
+/// Throws FileError for `path` and the errno `err`; the message is the
+/// streamed text followed by ": " and strerror(err).
+#define GENESIS_THROW_FILE(path, err, ...)                                     \
+  ::genesis::detail::throw_file_error(__FILE__, __LINE__, (path), (err),       \
+                                      ::genesis::detail::str_cat(__VA_ARGS__))
 
 /// Throws the given error type unconditionally.
 #define GENESIS_THROW(ErrorType, ...)                                          \

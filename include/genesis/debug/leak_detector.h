@@ -58,6 +58,15 @@ struct LeakReport {
   bool tracking = false;
   /// Sites that grew over the last window, largest growth first.
   std::vector<LeakSite> sites;
+
+  /// "leak" (leak_detected); "possible" when the troughs grew at least the
+  /// threshold but too little of the run backs it (confidence below 0.5: a
+  /// short run, few troughs after the warm-up, or erratic ones), so that a
+  /// fast growth seen briefly is not reported as no leak; else "none".
+  const char* verdict() const noexcept {
+    if (leak_detected) return "leak";
+    return growth_rate_mb_per_min >= threshold_mb_per_min ? "possible" : "none";
+  }
 };
 
 /// Bytes and count of one site between two points in time.

@@ -38,7 +38,7 @@ std::string profile_report_json(const MemoryProfiler& profiler, const std::strin
 /// "recommendation","recommendations"}, "warnings": [...]}}}.
 std::string oom_report_json(const OOMDetector& detector);
 
-/// {"devices": {"<id>": {"leak_detected","growth_rate_mb_per_min","confidence",
+/// {"devices": {"<id>": {"leak_detected","verdict","growth_rate_mb_per_min","confidence",
 /// "sites": [{"site","frames","growth_bytes","growth_rate_mb_per_min","bytes","count"}], ...}}}.
 std::string leak_report_json(const LeakDetector& detector);
 

@@ -14,14 +14,17 @@ namespace genesis::storage {
 
 /// Maps bytes [offset, offset + nbytes) of a file. Modes, as numpy.memmap:
 ///   "r"  read-only; the pages are PROT_READ, mutable_data() throws.
-///   "r+" read/write an existing file; writes reach the file.
+///   "r+" read/write an existing file; writes reach the file; a file
+///        shorter than offset + nbytes grows, zero-filled.
 ///   "w+" create or truncate the file to offset + nbytes, read/write.
 ///   "c"  copy-on-write (MAP_PRIVATE): writable in memory, the file never
 ///        changes.
-/// The mode is a string rather than a char because "r+" and "w+" are two
-/// characters. Move-only; close() or the destructor releases the mapping.
+/// numpy.memmap's long names ("readonly", "readwrite", "write",
+/// "copyonwrite") are taken too. The mode is a string rather than a char
+/// because "r+" and "w+" are two characters. Move-only; close() or the destructor releases the mapping.
 /// Every failure throws InvalidArgumentError (with the path and strerror for
-/// system calls), except an mmap ENOMEM, which is OutOfMemoryError. Only
+/// system calls; a file that cannot be opened is a FileError carrying the
+/// errno), except an mmap ENOMEM, which is OutOfMemoryError. Only
 /// regular files map (a FIFO, device or directory is refused, never waited
 /// on).
 /// The file must not shrink while it is mapped: touching a page past its new
@@ -36,7 +39,7 @@ class MappedStorage {
   /// aligned as `offset`, so typed access needs memcpy.
   /// Throws InvalidArgumentError for an unknown mode (listing the valid
   /// ones), a negative offset or dimension, an overflowing size, a missing or
-  /// unopenable file, or (modes r, r+, c) a file shorter than offset + nbytes
+  /// unopenable file, or (modes r and c) a file shorter than offset + nbytes
   /// (the message states both sizes).
   MappedStorage(std::string filename, std::vector<int64_t> shape, DType dtype, std::string_view mode = "r",
                 int64_t offset = 0);

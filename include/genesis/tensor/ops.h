@@ -139,6 +139,8 @@ bool allow_tf32() noexcept;
 
 /// Number of true (nonzero) elements, as int64 0-d tensor.
 Tensor count_nonzero(const Tensor& x);
+/// The counts along `dims` (int64, the dims removed).
+Tensor count_nonzero(const Tensor& x, const DimList& dims);
 /// Coordinates of the nonzero elements: int64 [count, ndim] (synchronises a
 /// CUDA stream: the size depends on the data).
 Tensor nonzero(const Tensor& x);

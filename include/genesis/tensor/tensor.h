@@ -229,6 +229,9 @@ class Tensor {
   Tensor argmin(std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor any() const;
   Tensor all() const;
+  /// Along `dims` (bool results).
+  Tensor any(const DimList& dims, bool keepdim = false) const;
+  Tensor all(const DimList& dims, bool keepdim = false) const;
 
   Tensor matmul(const Tensor& other) const;
 

@@ -36,7 +36,11 @@ _ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segme
 _RECORDING_SITE_DEPTH = 16
 
 _lock = threading.Lock()
-_state = {"max_entries": None, "skip": (), "capture_before": None, "depth_before": None}
+_state = {"capture_before": None, "depth_before": None}
+# Allocator key -> (max_entries, skip_actions) of the last call that started
+# recording on it. Stopping keeps them: a snapshot taken after the recording
+# stopped shows what was recorded, as it was asked for.
+_recording = {}
 
 
 def _targets(device, what):
@@ -97,8 +101,9 @@ def _record_memory_history(enabled="all", context="all", stacks="all", max_entri
             _C.set_capture_locations(_state["capture_before"])
             _C.set_site_depth(_state["depth_before"])
             _state["capture_before"] = _state["depth_before"] = None
-        _state["max_entries"] = None if max_entries == sys.maxsize else max_entries
-        _state["skip"] = skip
+        if enabled is not None:
+            for a in targets:
+                _recording[a.key] = (None if max_entries == sys.maxsize else max_entries, skip)
 
 
 def _snapshot(device=None, augment_with_fx_traces=False):
@@ -107,16 +112,19 @@ def _snapshot(device=None, augment_with_fx_traces=False):
     such as genesis.testing.SimulatedAllocator)."""
     if augment_with_fx_traces:
         raise ValueError("genesis.cuda.memory._snapshot(): augment_with_fx_traces is not supported")
-    targets = _targets(device, "genesis.cuda.memory._snapshot()")
+    return _snapshot_of(device, "genesis.cuda.memory._snapshot()")
+
+
+def _snapshot_of(device, what):
+    targets = _targets(device, what)
     with _lock:
-        max_entries, skip = _state["max_entries"], _state["skip"]
-    return _pytorch_snapshot.build(targets, max_entries=max_entries, skip_actions=skip,
-                                   settings=_C.cuda_alloc_conf())
+        recording = dict(_recording)
+    return _pytorch_snapshot.build(targets, settings=_C.cuda_alloc_conf(), recording=recording)
 
 
 def _dump_snapshot(filename="dump_snapshot.pickle", device=None):
     """Pickles _snapshot() to ``filename`` (protocol 4: the memory_viz page
     reads protocols 2 to 4)."""
-    s = _snapshot(device)
+    s = _snapshot_of(device, "genesis.cuda.memory._dump_snapshot()")
     with open(filename, "wb") as f:
         pickle.dump(s, f, protocol=4)

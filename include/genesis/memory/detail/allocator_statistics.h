@@ -267,6 +267,7 @@ class alignas(64) AllocatorStatistics {
   struct Peaks {
     std::int64_t allocated[3] = {}, reserved[3] = {}, active[3] = {}, requested[3] = {};
     std::int64_t cached[3] = {}, segments[3] = {}, allocations[3] = {}, inactive_split[3] = {};
+    std::int64_t inactive_split_count[3] = {};
   };
   Baseline baseline_;
   // Mutable: report() folds the values it observes in, so that reported peaks
@@ -369,6 +370,8 @@ inline void AllocatorStatistics::note_peaks_alloc(ThreadCache* tc, PoolId p, boo
   bump(peaks_.cached, 0, res_all - alloc_all);
   bump(peaks_.inactive_split, 1 + p, split.bytes[p]);
   bump(peaks_.inactive_split, 0, split.bytes[0] + split.bytes[1]);
+  bump(peaks_.inactive_split_count, 1 + p, split.count[p]);
+  bump(peaks_.inactive_split_count, 0, split.count[0] + split.count[1]);
 }
 
 // Inline for the same reason, on every slow-path free. Allocated and
@@ -394,6 +397,8 @@ inline void AllocatorStatistics::note_peaks_free(ThreadCache* tc, PoolId p, cons
   bump(peaks_.cached, 0, res_all - alloc_all);
   bump(peaks_.inactive_split, 1 + p, split.bytes[p]);
   bump(peaks_.inactive_split, 0, split.bytes[0] + split.bytes[1]);
+  bump(peaks_.inactive_split_count, 1 + p, split.count[p]);
+  bump(peaks_.inactive_split_count, 0, split.count[0] + split.count[1]);
 }
 
 }  // namespace genesis::memory::detail
