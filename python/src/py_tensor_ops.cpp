@@ -23,7 +23,23 @@ namespace {
 using BinaryFn = Tensor (*)(const TensorOrScalar&, const TensorOrScalar&);
 using UnaryFn = Tensor (*)(const Tensor&);
 
-py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
+// What an operator returns for an operand it does not take: NotImplemented,
+// so that Python tries the other operand's method. Except for a complex
+// number: NumPy's complex scalars would then turn the tensor into an array
+// through __array__ and return a complex ndarray, so `t + np.complex64(1)`
+// is refused here, as `t + 1j` is.
+py::object not_implemented(py::handle other) {
+  bool complex = PyComplex_Check(other.ptr());
+  if (!complex && Py_TYPE(other.ptr())->tp_name != nullptr) {
+    const std::string name = Py_TYPE(other.ptr())->tp_name;
+    complex = name == "numpy.complex64" || name == "numpy.complex128" || name == "numpy.clongdouble" ||
+              name == "numpy.complex256";
+  }
+  if (complex) {
+    throw py::type_error("genesis tensors have no complex dtype: cannot combine a tensor with " + type_name_of(other));
+  }
+  return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+}
 
 // Operators take `self` as a handle: pybind11 then converts nothing (no
 // type lookup) and tensor_ref reads the Tensor straight from the instance.
@@ -31,7 +47,7 @@ py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotI
 template <BinaryFn F>
 py::object binary(py::handle self, py::handle other) {
   auto o = to_operand(other);
-  if (!o) return not_implemented();
+  if (!o) return not_implemented(other);
   AllocationSite site;
   const TensorOrScalar a(tensor_ref(self));
   return wrap(without_gil_if_large(operation_elements(a, *o), [&] { return F(a, *o); }));
@@ -40,7 +56,7 @@ py::object binary(py::handle self, py::handle other) {
 template <BinaryFn F>
 py::object reflected(py::handle self, py::handle other) {
   auto o = to_operand(other);
-  if (!o) return not_implemented();
+  if (!o) return not_implemented(other);
   AllocationSite site;
   const TensorOrScalar b(tensor_ref(self));
   return wrap(without_gil_if_large(operation_elements(*o, b), [&] { return F(*o, b); }));
@@ -130,7 +146,7 @@ Tensor binary_fn(py::handle a, py::handle b) {
 template <Tensor& (Tensor::*F)(const TensorOrScalar&)>
 py::object inplace(py::object self, py::handle other) {
   auto o = to_operand(other);
-  if (!o) return not_implemented();
+  if (!o) return not_implemented(other);
   Tensor t = tensor_ref(self);
   without_gil_if_large(operation_elements(t, *o), [&] { (t.*F)(*o); });
   return self;
@@ -140,7 +156,7 @@ py::object inplace(py::object self, py::handle other) {
 template <kernels::BinaryOp Op>
 py::object inplace_op(py::object self, py::handle other) {
   auto o = to_operand(other);
-  if (!o) return not_implemented();
+  if (!o) return not_implemented(other);
   Tensor t = tensor_ref(self);
   without_gil_if_large(operation_elements(t, *o), [&] { binary_out(Op, t, t, *o); });
   return self;
@@ -289,7 +305,7 @@ bool allclose_py(const Tensor& x, const Tensor& y, double rtol, double atol) {
 
 py::object matmul_py(const Tensor& a, py::handle b, py::object out) {
   if (!py::isinstance<Tensor>(b)) {
-    if (!is_ndarray(b)) return not_implemented();
+    if (!is_ndarray(b)) return not_implemented(b);
   }
   const Tensor other = as_tensor(b);
   AllocationSite site;
@@ -354,7 +370,7 @@ void bind_tensor_ops(py::module_& m, TensorClass& cls) {
       .def("__matmul__", [](const Tensor& a, py::handle b) { return matmul_py(a, b, py::none()); })
       .def("__rmatmul__",
            [](const Tensor& a, py::handle b) -> py::object {
-             if (!is_ndarray(b)) return not_implemented();
+             if (!is_ndarray(b)) return not_implemented(b);
              AllocationSite site;
              const Tensor lhs = as_tensor(b), rhs = a;
              return wrap(without_gil_if_large(elements(lhs) + elements(rhs), [&] { return matmul(lhs, rhs); }));

@@ -92,6 +92,21 @@ def test_outputs_never_overwrite_each_other_or_the_trace(trace, tmp_path):
     assert not (tmp_path / "r.json").exists() and not (tmp_path / "v.png").exists()
 
 
+def test_a_chosen_python_is_the_one_used_for_plots(trace, tmp_path):
+    # GENESIS_MEM_PYTHON names the interpreter: one that cannot run is an
+    # error (no quiet fallback), and one that fails silently says so.
+    for python, words in ((str(tmp_path / "no-such-python"), ["GENESIS_MEM_PYTHON=", "cannot be run"]),
+                          ("/bin/false", ["failed without a message", "exit status 1"])):
+        p = subprocess.run([str(memtrace.genesis_mem_path()), "profile", "--trace", trace.path, "--speed", "max",
+                            "-q", "--plot", "-o", str(tmp_path / "r.json")],
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, GENESIS_MEM_PYTHON=python))
+        assert p.returncode == 1, p.stderr
+        for w in words:
+            assert w in p.stderr, (python, p.stderr)
+        assert (tmp_path / "r.json").exists()  # the report itself is written
+
+
 def test_unwritable_output_fails_before_watching(trace):
     started = time.monotonic()
     # At real speed the trace would take ten minutes: the check comes first.

@@ -219,3 +219,13 @@ def test_add_and_sub_take_alpha():
     assert i.add(i, alpha=3).tolist() == [4, 8] and i.add(i, alpha=3).dtype == g.int64
     with pytest.raises(TypeError, match="alpha must not be a floating point number"):
         i.add(i, alpha=0.5)
+
+
+def test_complex_numbers_are_refused_whichever_kind():
+    # No complex dtype: a NumPy complex scalar must not turn the result into
+    # a NumPy array (through __array__) where a Python complex is refused.
+    for c in (1j, np.complex64(1), np.complex128(2)):
+        with pytest.raises(TypeError, match="no complex dtype"):
+            g.ones(2) + c
+        with pytest.raises(TypeError, match="no complex dtype"):
+            g.ones(2).mul_(c)

@@ -39,24 +39,36 @@ int report_failure(const std::string& what) {
   return 2;
 }
 
-// Copies what is in `fd` (from its start) to standard error.
-void copy_to_stderr(int fd) {
+// Copies what is in `fd` (from its start) to standard error; returns
+// whether there was anything.
+bool copy_to_stderr(int fd) {
   char buf[4096];
+  bool any = false;
   ::lseek(fd, 0, SEEK_SET);
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) std::fwrite(buf, 1, static_cast<std::size_t>(n), stderr);
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) {
+    std::fwrite(buf, 1, static_cast<std::size_t>(n), stderr);
+    any = true;
+  }
+  return any;
 }
 
-// Runs `PYTHON SCRIPT DATA PNG` with the first interpreter that has
-// matplotlib: $GENESIS_MEM_PYTHON, python3 on PATH, Debian's /usr/bin/python3
-// (a virtual environment first on PATH often lacks it). The script exits
+// Runs `PYTHON SCRIPT DATA PNG` with $GENESIS_MEM_PYTHON when it is set
+// (that one only), else the first interpreter that has matplotlib of
+// python3 on PATH and Debian's /usr/bin/python3 (a virtual environment
+// first on PATH often lacks it). The script exits
 // with 3 when matplotlib is missing; its standard error is shown only when
 // it failed otherwise (an interpreter without matplotlib is not an error
 // while another one has it). Returns "" or what went wrong.
 std::string run_plotter(const std::string& script, const std::string& data, const std::string& png) {
   std::vector<std::string> interpreters;
-  if (const char* env = std::getenv("GENESIS_MEM_PYTHON"); env != nullptr && *env) interpreters.push_back(env);
-  interpreters.push_back("python3");
-  interpreters.push_back("/usr/bin/python3");
+  const char* chosen = std::getenv("GENESIS_MEM_PYTHON");
+  // A Python the user names is the one used: no quiet fallback to another.
+  if (chosen != nullptr && *chosen) {
+    interpreters.push_back(chosen);
+  } else {
+    interpreters.push_back("python3");
+    interpreters.push_back("/usr/bin/python3");
+  }
   std::string error = "no Python interpreter found (install python3 and python3-matplotlib)";
   for (const std::string& interpreter : interpreters) {
     std::vector<std::string> args = {interpreter, script, data, png};
@@ -74,6 +86,9 @@ std::string run_plotter(const std::string& script, const std::string& data, cons
     posix_spawn_file_actions_destroy(&actions);
     if (spawned != 0) {
       if (err_fd >= 0) ::close(err_fd);
+      if (chosen != nullptr && *chosen) {
+        return "GENESIS_MEM_PYTHON=" + interpreter + " cannot be run: " + std::strerror(spawned);
+      }
       continue;
     }
     int status = 0;
@@ -81,14 +96,18 @@ std::string run_plotter(const std::string& script, const std::string& data, cons
     }
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     const bool no_matplotlib = WIFEXITED(status) && WEXITSTATUS(status) == 3;
-    if (!ok && !no_matplotlib && err_fd >= 0) copy_to_stderr(err_fd);
+    const bool printed = !ok && !no_matplotlib && err_fd >= 0 && copy_to_stderr(err_fd);
     if (err_fd >= 0) ::close(err_fd);
     if (ok) return {};
     if (no_matplotlib) {
       error = "matplotlib is missing (install python3-matplotlib, or set GENESIS_MEM_PYTHON to a Python that has it)";
       continue;
     }
-    return interpreter + " " + script + " failed (its message is above)";
+    if (printed) return interpreter + " " + script + " failed (its message is above)";
+    return interpreter + " " + script + " failed without a message (" +
+           (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                              : "killed by signal " + std::to_string(WTERMSIG(status))) +
+           ")";
   }
   return error;
 }
