@@ -452,5 +452,10 @@ def main(argv=None):
     # The plotter is this package's plot.py (there is no genesis-mem
     # executable to find it next to).
     os.environ.setdefault("GENESIS_MEM_PLOT_SCRIPT", os.path.join(os.path.dirname(__file__), "plot.py"))
-    os.environ.setdefault("GENESIS_MEM_PYTHON", sys.executable)
+    # This interpreter draws the plots when it can; GENESIS_MEM_PYTHON is the
+    # only one tried once set, so it is set only to one that has matplotlib
+    # (else genesis-mem looks for a python3 that has it).
+    import importlib.util
+    if importlib.util.find_spec("matplotlib") is not None:
+        os.environ.setdefault("GENESIS_MEM_PYTHON", sys.executable)
     return _C.genesis_mem_main(["python -m genesis.tools.memory"] + args)
