@@ -130,6 +130,9 @@ SIGBUS at a later write. Usable as a context manager (closes on exit).)doc")
       .def("__reduce__",
            [](py::object self) {
              auto& p = self_of<PySharedStorage>(self);
+             // Closed is closed for pickling too: attaching by name would
+             // hand back memory this handle gave up.
+             (void)p.get();
              // A module-level function: pickle cannot name a pybind11 static method.
              return py::make_tuple(
                  py::module_::import("genesis.storage").attr("_attach_shared"),

@@ -78,12 +78,17 @@ void bind_storage_ops(py::module_& m) {
 
   m.def(
       "aligned_storage",
-      [](const py::object& shape, const py::object& dtype, const py::object& device, std::size_t alignment) {
+      [](const py::object& shape, const py::object& dtype, const py::object& device, const py::object& alignment_arg) {
+        const std::int64_t alignment = to_int64(alignment_arg, "aligned_storage: alignment");
+        if (alignment <= 0) {
+          throw py::value_error("aligned_storage: alignment must be a positive power of two, got " +
+                                std::to_string(alignment));
+        }
         auto dims = to_dims(shape, "shape");
         const DType t = to_dtype(dtype);
         const Device d = to_device(device);
         AllocationSite site;
-        return std::make_unique<PyStorage>(aligned_storage(std::move(dims), t, d, alignment));
+        return std::make_unique<PyStorage>(aligned_storage(std::move(dims), t, d, static_cast<std::size_t>(alignment)));
       },
       py::arg("shape"), py::arg("dtype"), py::arg("device") = "cpu", py::arg("alignment") = 64,
       "Uninitialised storage whose data_ptr is a multiple of `alignment` (a power of two).");

@@ -40,14 +40,15 @@ py::dtype numpy_dtype(DType t) {
 DType from_numpy_dtype(const py::dtype& dt) {
   const std::string name = py::str(dt.attr("name"));
   const char order = dt.attr("byteorder").cast<std::string>()[0];
-  if (order == '>') throw py::type_error("genesis.from_numpy: big-endian arrays are not supported");
+  if (order == '>') throw py::type_error("big-endian NumPy arrays are not supported: convert first (a.astype(a.dtype.newbyteorder('=')))");
   static const char* const kSupported[] = {"bool", "uint8", "int8", "int16", "int32", "int64",
                                            "float16", "float32", "float64"};
   for (const char* s : kSupported) {
     if (name == s) return dtype_from_name(name);
   }
-  throw py::type_error("genesis.from_numpy: NumPy dtype " + name +
-                       " is not supported (bool, uint8, int8, int16, int32, int64, float16, float32, float64)");
+  throw py::type_error("NumPy dtype " + name +
+                       " has no genesis dtype (bool, uint8, int8, int16, int32, int64, float16, float32, float64): "
+                       "convert the array first, e.g. a.astype(numpy.int64)");
 }
 
 py::array to_numpy(const Tensor& t) {

@@ -236,7 +236,15 @@ template <bool IsMax>
 py::object extremum(const Tensor& input, py::handle dim, bool keepdim) {
   AllocationSite site;
   const Tensor x = input;
-  if (dim.is_none()) return wrap(without_gil_if_large(elements(x), [&] { return IsMax ? x.max() : x.min(); }));
+  if (dim.is_none()) {
+    // PyTorch has no max(keepdim=) without a dim; ignoring it would hand
+    // back a 0-d tensor where dimensions were asked for.
+    if (keepdim) {
+      throw py::type_error(std::string(IsMax ? "max" : "min") + "(): keepdim=True needs a dim (" +
+                           (IsMax ? "amax" : "amin") + "(keepdim=True) reduces every dimension and keeps them)");
+    }
+    return wrap(without_gil_if_large(elements(x), [&] { return IsMax ? x.max() : x.min(); }));
+  }
   if (py::isinstance<Tensor>(dim)) {
     const Tensor o = dim.cast<const Tensor&>();
     return wrap(without_gil_if_large(operation_elements(x, o), [&] { return IsMax ? maximum(x, o) : minimum(x, o); }));
@@ -383,6 +391,10 @@ void bind_tensor_ops(py::module_& m, TensorClass& cls) {
       .def("__isub__", &inplace<&Tensor::sub_>)
       .def("__imul__", &inplace<&Tensor::mul_>)
       .def("__itruediv__", &inplace<&Tensor::div_>)
+      // //= and %= in place, as PyTorch does them: without these Python
+      // would rebind the name to a new tensor and leave views unchanged.
+      .def("__ifloordiv__", &inplace_op<kernels::BinaryOp::kFloorDiv>)
+      .def("__imod__", &inplace_op<kernels::BinaryOp::kRemainder>)
       .def("__ipow__", &inplace<&Tensor::pow_>);
 
   // -------------------------------------------------------------- methods ---
@@ -393,6 +405,8 @@ void bind_tensor_ops(py::module_& m, TensorClass& cls) {
       .def("pow", &binary<&pow>)
       .def("floor_divide", &binary<&floor_divide>)
       .def("remainder", &binary<&remainder>)
+      .def("floor_divide_", &inplace_op<kernels::BinaryOp::kFloorDiv>)
+      .def("remainder_", &inplace_op<kernels::BinaryOp::kRemainder>)
       .def("fmod", &binary<&fmod>)
       .def("bitwise_and", &binary<&bitwise_and>)
       .def("bitwise_or", &binary<&bitwise_or>)

@@ -255,12 +255,16 @@ def test_bitwise_on_floating_tensors_raises(dtype, op):
 
 def test_float_bitwise_message_names_the_dtype():
     with pytest.raises(genesis.TypeMismatchError,
-                       match="bitwise_and is only defined for integer and bool tensors, got float32"):
+                       match=r"bitwise_and is only defined for integer and bool operands, got float32 and float32"):
         genesis.ones(2) & genesis.ones(2)
+    # The operand that made the dtype floating is named, not only the result.
+    with pytest.raises(genesis.TypeMismatchError,
+                       match=r"got int32 and a float \(float32 together\)"):
+        genesis.tensor([1, 2], dtype=genesis.int32) & 1.5
 
 
 def test_shifts_refuse_bool():
-    with pytest.raises(TypeError, match="bitwise_left_shift is only defined for integer tensors, got bool"):
+    with pytest.raises(TypeError, match="bitwise_left_shift is only defined for integer operands, got bool and bool"):
         genesis.tensor([True]) << genesis.tensor([True])
 
 

@@ -83,6 +83,8 @@ def test_close_keeps_exported_arrays_valid(name):
             s.numpy()
         with pytest.raises(BufferError, match="closed"):
             memoryview(s)
+        with pytest.raises(ValueError, match="closed"):
+            pickle.dumps(s)
         assert "closed" in repr(s)
         assert float(a.sum()) == 1500.0  # still mapped: the array holds it
     finally:

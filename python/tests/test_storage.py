@@ -357,3 +357,20 @@ def test_pinned_storage(cuda0):
     p.numpy()[:] = 3.0
     g = p.to("cuda")
     assert g.tolist() == [3.0] * 1024
+
+
+def test_aligned_storage_refuses_alignments_that_are_mistakes():
+    with pytest.raises(ValueError, match="larger than the largest supported, 1 GiB"):
+        genesis.aligned_storage((4,), genesis.float32, alignment=2**40)
+    with pytest.raises(ValueError, match="positive power of two, got -64"):
+        genesis.aligned_storage((4,), genesis.float32, alignment=-64)
+    with pytest.raises(ValueError, match="power of two, got 48"):
+        genesis.aligned_storage((4,), genesis.float32, alignment=48)
+    s = genesis.aligned_storage((4,), genesis.float32, alignment=4096)
+    assert s.data_ptr % 4096 == 0
+
+
+def test_numpy_dtypes_without_a_genesis_dtype_say_what_to_do():
+    for make in (genesis.tensor, genesis.from_numpy):
+        with pytest.raises(TypeError, match=r"NumPy dtype uint32 has no genesis dtype .*astype"):
+            make(np.array([1], dtype=np.uint32))

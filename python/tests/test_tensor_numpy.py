@@ -229,3 +229,67 @@ def test_complex_numbers_are_refused_whichever_kind():
             g.ones(2) + c
         with pytest.raises(TypeError, match="no complex dtype"):
             g.ones(2).mul_(c)
+
+
+def test_floor_division_and_remainder_assign_in_place():
+    x = g.tensor([5, 7, -7])
+    y = x
+    v = x[1:]
+    x //= 2
+    assert x is y and y.tolist() == [2, 3, -4] == (np.array([5, 7, -7]) // 2).tolist()
+    assert v.tolist() == [3, -4]  # a view sees the change
+    x %= 3
+    assert x is y and y.tolist() == (np.array([2, 3, -4]) % 3).tolist()
+    f = g.tensor([5.5, -7.5])
+    assert f.floor_divide_(2).tolist() == [2.0, -4.0] and f.remainder_(3).tolist() == [2.0, 2.0]
+    with pytest.raises(ZeroDivisionError):
+        x //= 0
+    with pytest.raises(RuntimeError):  # no downcast in place: int //= float is a float
+        x //= 1.5
+
+
+def test_half_precision_times_a_python_float_is_computed_in_float32():
+    # As PyTorch: the scalar is not rounded to float16 first (1e5 is inf
+    # there, 1e-8 is 0).
+    h = g.tensor([3.0], dtype=g.float16)
+    assert (h / 1e5).tolist() == [float(np.float16(np.float32(3.0) / np.float32(1e5)))]
+    assert (h * 1e-5).tolist() == (h / 1e5).tolist()
+    assert (g.tensor([1e-3], dtype=g.float16) * 1e5).tolist() == [float(np.float16(np.float32(np.float16(1e-3)) * np.float32(1e5)))]
+    x = g.tensor([60000.0], dtype=g.float16)
+    x.mul_(1e-8)
+    assert x.dtype == g.float16 and x.tolist() == [float(np.float16(np.float32(60000.0) * np.float32(1e-8)))]
+    assert (h * 0.1).tolist() == [float(np.float16(np.float32(3.0) * np.float32(0.1)))]
+    assert (g.tensor([3.0], dtype=g.bfloat16) / 1e5).item() > 0
+    assert (h * 2.0).tolist() == [6.0] and (h * 2.0).dtype == g.float16
+
+
+def test_max_keepdim_needs_a_dim_and_empty_amax_is_an_index_error():
+    t = g.ones(2, 3)
+    with pytest.raises(TypeError, match="keepdim=True needs a dim"):
+        t.max(keepdim=True)
+    with pytest.raises(TypeError, match="keepdim=True needs a dim"):
+        t.min(keepdim=True)
+    assert t.amax(keepdim=True).shape == (1, 1)
+    e = g.zeros(0, 3)
+    for f, name in ((e.amax, "amax"), (e.amin, "amin"), (lambda d: e.max(d), "max"), (e.argmax, "argmax")):
+        with pytest.raises(IndexError, match=name + r"\(\): Expected reduction dim 0 to have non-zero size"):
+            f(0)
+
+
+def test_cat_leaves_out_empty_one_d_tensors_as_pytorch_does():
+    a = g.ones(2, 3)
+    r = g.cat([g.tensor([]), a, g.zeros(0, dtype=g.float64)])
+    assert r.shape == (2, 3) and r.dtype == g.float64  # the left-out tensors' dtype still counts
+    assert g.cat([g.zeros(0), g.ones(2)]).tolist() == [1.0, 1.0]  # all 1-d: an ordinary cat
+    assert g.cat([g.zeros(0), g.zeros(0)]).shape == (0,)
+    with pytest.raises(ValueError, match="same number of dimensions"):
+        g.cat([a, g.ones(3)])
+
+
+def test_where_refuses_a_scalar_the_result_dtype_cannot_hold():
+    b = g.tensor([True, False])
+    u = g.tensor([1, 2], dtype=g.uint8)
+    with pytest.raises(ValueError, match="value 300 cannot be converted to uint8"):
+        g.where(b, u, 300)
+    assert g.where(b, u, 255).tolist() == [1, 255]
+    assert g.where(b, u, 2.5).tolist() == [1.0, 2.5]  # a float scalar promotes instead

@@ -129,6 +129,11 @@ Storage Storage::zeros(std::vector<std::int64_t> shape, DType dtype, Device devi
 Storage Storage::aligned(std::vector<std::int64_t> shape, DType dtype, Device device, std::size_t alignment) {
   GENESIS_CHECK(alignment != 0 && (alignment & (alignment - 1)) == 0,
                 "aligned_storage: alignment must be a power of two, got ", alignment);
+  // Alignment is paid for in bytes (up to alignment - 512 more are taken):
+  // past a GiB it is a mistake, not a layout (pages are 4 KiB to 2 MiB).
+  constexpr std::size_t kMaxAlignment = std::size_t{1} << 30;
+  GENESIS_CHECK(alignment <= kMaxAlignment, "aligned_storage: alignment ", alignment,
+                " is larger than the largest supported, 1 GiB (", kMaxAlignment, " bytes)");
   // Pool blocks start on 512-byte boundaries (kMinBlockSize), so smaller
   // alignments are free; larger ones over-allocate and align inside the block.
   constexpr std::size_t kPoolAlignment = 512;

@@ -122,10 +122,62 @@ void check_divisor(const Input& b, DType compute, Device device, const char* nam
   }
 }
 
+// An operand for messages: "int32" for a tensor, "a float" for a scalar.
+std::string operand_text(const TensorOrScalar& v) {
+  if (!v.is_scalar()) return std::string(dtype_name(v.tensor().dtype()));
+  return v.scalar().is_floating() ? "a float" : v.scalar().is_bool() ? "a bool" : "an int";
+}
+
+// "int32 and a float (float32 together)": which operand made the dtype.
+std::string operands_text(const TensorOrScalar& a, const TensorOrScalar& b, DType together) {
+  return operand_text(a) + " and " + operand_text(b) + " (" + std::string(dtype_name(together)) + " together)";
+}
+
+// Whether a floating scalar keeps its value in `t` (float16 or bfloat16).
+bool scalar_exact_in(DType t, const Scalar& s) {
+  if (!s.is_floating()) return true;
+  const double v = s.to_double();
+  return kernels::dispatch(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T x = kernels::scalar_to<T>(s);
+    if constexpr (std::is_arithmetic_v<T>) return static_cast<double>(x) == v;
+    else return static_cast<double>(static_cast<float>(x)) == v;  // Half, BFloat16
+  });
+}
+
+// Note [Reduced-precision scalars]: PyTorch multiplies and divides a
+// float16 or bfloat16 tensor by a Python float in float32 (its "opmath"
+// type), the scalar never rounded to the tensor's dtype: h * 1e-5 is
+// 3.0e-05 for h = 3, and h / 1e5 is not 3 / inf = 0. Converting the scalar
+// to the tensor's dtype first, as the kernels take it, gives 0, inf or a
+// different last bit whenever the scalar has no exact value there (1e5, 1e-8,
+// 0.1). Such a scalar therefore goes through float32: the tensor widened
+// (exact), the operation, one rounding back. A scalar the dtype holds
+// exactly (2.0, 0.5) needs none of it: the kernels compute in float and
+// round once, which is the same result.
+bool needs_float32_scalar(BinaryOp op, DType compute, const TensorOrScalar& a, const TensorOrScalar& b) {
+  if (op != BinaryOp::kMul && op != BinaryOp::kDiv) return false;
+  if (compute != DType::kFloat16 && compute != DType::kBFloat16) return false;
+  if (a.is_scalar() == b.is_scalar()) return false;
+  return !scalar_exact_in(compute, a.is_scalar() ? a.scalar() : b.scalar());
+}
+
 Tensor binary_impl(BinaryOp op, const TensorOrScalar& a, const TensorOrScalar& b, Tensor* out) {
   const char* name = kernels::op_name(op);
   const Device device = common_device(a, b, name);
   DType compute = result_type(a, b);
+  // Into a new tensor or in place (out is a itself); other out= targets take
+  // the plain path, whose checks they need.
+  if (needs_float32_scalar(op, compute, a, b) &&
+      (out == nullptr || (!a.is_scalar() && out->is_same(a.tensor()) && out->dtype() == compute))) {
+    auto widen = [](const TensorOrScalar& v) {
+      return v.is_scalar() ? v : TensorOrScalar(v.tensor().to(DType::kFloat32));
+    };
+    const Tensor wide = binary_impl(op, widen(a), widen(b), nullptr);
+    if (out == nullptr) return wide.to(compute);
+    out->copy_(wide);
+    return *out;
+  }
   const bool produces_bool = kernels::is_comparison(op);
   switch (op) {
     case BinaryOp::kDiv:
@@ -145,13 +197,13 @@ Tensor binary_impl(BinaryOp op, const TensorOrScalar& a, const TensorOrScalar& b
     case BinaryOp::kBitwiseAnd:
     case BinaryOp::kBitwiseOr:
     case BinaryOp::kBitwiseXor:
-      GENESIS_CHECK_TYPE(!is_floating(compute), name, " is only defined for integer and bool tensors, got ",
-                         dtype_name(compute));
+      GENESIS_CHECK_TYPE(!is_floating(compute), name, " is only defined for integer and bool operands, got ",
+                         operands_text(a, b, compute));
       break;
     case BinaryOp::kLeftShift:
     case BinaryOp::kRightShift:
       GENESIS_CHECK_TYPE(!is_floating(compute) && compute != DType::kBool, name,
-                         " is only defined for integer tensors, got ", dtype_name(compute));
+                         " is only defined for integer operands, got ", operands_text(a, b, compute));
       break;
     default: break;
   }
@@ -335,6 +387,12 @@ Tensor where(const Tensor& cond, const TensorOrScalar& a, const TensorOrScalar& 
     }
   }
   const DType dt = result_type(a, b);
+  // A scalar is stored in the result: one that an integer dtype cannot hold
+  // is refused, as full() and fill_() refuse it, not wrapped (300 in uint8
+  // is not 44).
+  for (const auto* x : {&a, &b}) {
+    if (x->is_scalar()) check_fits(x->scalar(), dt);
+  }
   const Shape shape = broadcast_shapes(cond.shape(), broadcast_shapes(shape_of(a), shape_of(b)));
   Tensor out = empty(shape, TensorOptions(dt, device));
   const Input ia = prepare(a, dt, nullptr), ib = prepare(b, dt, nullptr);

@@ -26,9 +26,11 @@ std::vector<bool> reduced_mask(const Tensor& x, const std::vector<std::int64_t>&
   return mask;
 }
 
+// `public_name`: the function the user called, for messages ("amax" runs
+// the max reduction).
 Tensor reduce_impl(ReduceOp op, const Tensor& x_in, const std::vector<std::int64_t>& dims, bool keepdim,
-                   std::optional<DType> dtype) {
-  const char* name = kernels::op_name(op);
+                   std::optional<DType> dtype, const char* public_name = nullptr) {
+  const char* name = public_name != nullptr ? public_name : kernels::op_name(op);
   detail::check_defined(x_in, name);
   Tensor x = x_in;
   DType out_dtype = x.dtype();
@@ -54,8 +56,9 @@ Tensor reduce_impl(ReduceOp op, const Tensor& x_in, const std::vector<std::int64
   for (std::size_t d = 0; d < mask.size(); ++d) {
     if (mask[d]) {
       if ((op == ReduceOp::kMax || op == ReduceOp::kMin)) {
-        GENESIS_CHECK(x.shape()[d] != 0, name, "(): cannot perform reduction over dimension ", d,
-                      " of size 0 because the operation has no identity");
+        // An IndexError, as max(dim) and argmax raise for the same input.
+        GENESIS_CHECK_INDEX(x.shape()[d] != 0, name, "(): Expected reduction dim ", d,
+                            " to have non-zero size (a reduction without identity over an empty dimension)");
       }
       keep_shape[d] = 1;
       if (keepdim) final_shape.push_back(1);
@@ -142,10 +145,10 @@ ValuesIndices Tensor::min(std::int64_t dim, bool keepdim) const {
   return arg_impl(kernels::ArgReduceOp::kMin, *this, dim, keepdim, true, "min");
 }
 Tensor Tensor::amax(const DimList& dims, bool keepdim) const {
-  return reduce_impl(ReduceOp::kMax, *this, dims.dims(), keepdim, std::nullopt);
+  return reduce_impl(ReduceOp::kMax, *this, dims.dims(), keepdim, std::nullopt, "amax");
 }
 Tensor Tensor::amin(const DimList& dims, bool keepdim) const {
-  return reduce_impl(ReduceOp::kMin, *this, dims.dims(), keepdim, std::nullopt);
+  return reduce_impl(ReduceOp::kMin, *this, dims.dims(), keepdim, std::nullopt, "amin");
 }
 Tensor Tensor::argmax(std::optional<std::int64_t> dim, bool keepdim) const {
   return arg_all(kernels::ArgReduceOp::kMax, *this, dim, keepdim, "argmax");

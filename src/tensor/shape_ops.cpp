@@ -338,10 +338,22 @@ std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& tensors) {
   return out;
 }
 
-Tensor cat(const std::vector<Tensor>& tensors, std::int64_t d_in) {
-  GENESIS_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
+Tensor cat(const std::vector<Tensor>& all, std::int64_t d_in) {
+  GENESIS_CHECK(!all.empty(), "cat: expected a non-empty list of tensors");
+  for (const Tensor& t : all) detail::check_defined(t, "cat");
+  // As PyTorch: an empty 1-d tensor (shape (0,), what torch.tensor([]) and
+  // genesis.tensor([]) make) is left out when the others are not 1-d, so
+  // that it can start an accumulation of any shape; its dtype still counts.
+  auto legacy_empty = [](const Tensor& t) { return t.dim() == 1 && t.numel() == 0; };
+  std::vector<Tensor> tensors;
+  for (const Tensor& t : all) {
+    if (!legacy_empty(t)) tensors.push_back(t);
+  }
+  const bool skip = !tensors.empty() && std::any_of(tensors.begin(), tensors.end(), [](const Tensor& t) {
+    return t.dim() != 1;
+  });
+  if (!skip) tensors = all;
   const Tensor& first = tensors.front();
-  detail::check_defined(first, "cat");
   GENESIS_CHECK(first.dim() > 0, "cat: zero-dimensional tensor (at position 0) cannot be concatenated");
   const auto d = static_cast<std::size_t>(wrap_dim(d_in, first.dim(), false));
   DType dt = first.dtype();
@@ -361,6 +373,14 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t d_in) {
     dt = promote_types(dt, t.dtype());
     GENESIS_CHECK(add_fits(total, t.shape()[d], total), "cat: the sizes along dimension ", d,
                   " add up to more than 2^63-1 (at tensor ", i, ")");
+  }
+  if (skip) {
+    for (const Tensor& t : all) {
+      if (!legacy_empty(t)) continue;
+      GENESIS_CHECK(t.device() == first.device(), "cat: expected all tensors on one device, but an empty one is on ",
+                    t.device(), " and the others on ", first.device());
+      dt = promote_types(dt, t.dtype());
+    }
   }
   Shape out_shape = first.shape();
   out_shape[d] = total;

@@ -99,7 +99,8 @@ TEST(Bitwise, FloatingOperandsAreTypeErrors) {
     bitwise_and(f, f);
     FAIL() << "no error";
   } catch (const TypeMismatchError& e) {
-    EXPECT_EQ(e.message(), "bitwise_and is only defined for integer and bool tensors, got float32");
+    EXPECT_EQ(e.message(), "bitwise_and is only defined for integer and bool operands, got float32 and float32 "
+                           "(float32 together)");
   }
   EXPECT_THROW(f | f, TypeMismatchError);
   EXPECT_THROW(tensor({1, 2}) ^ 0.5, TypeMismatchError);
