@@ -126,7 +126,14 @@ OOMPrediction OOMPredictor::predict(const std::vector<SiteStat>& sites) const {
   }
   const double span = now - begin;
   const double coverage = std::min(1.0, static_cast<double>(maxima.size()) / static_cast<double>(options_.windows));
-  const double span_factor = std::min(1.0, span / (0.25 * options_.horizon_seconds));
+  // How much of the run backs an extrapolation: a quarter of the horizon,
+  // or the time the growth needs to fill the device when that is shorter. A
+  // job that fills its GPU in 20 s is predicted once a few seconds of it are
+  // seen, not only after 30 s (when it has long run out); a slow growth
+  // still needs the quarter horizon.
+  double backing = 0.25 * options_.horizon_seconds;
+  if (fit.slope > tolerance && total > peak) backing = std::min(backing, (total - peak) / fit.slope);
+  const double span_factor = std::min(1.0, span / std::max(backing, 1e-9));
   p.confidence = std::clamp(fit.consistency * coverage * span_factor, 0.0, 1.0);
   p.growth_rate_bytes_per_sec = fit.slope;
   if (total > 0) {

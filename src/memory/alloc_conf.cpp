@@ -132,8 +132,10 @@ struct Item {
   std::size_t size() const {
     try {
       return parse_bytes(value);
-    } catch (const InvalidArgumentError&) {
-      bad("a size such as 2GB, 512MiB or a number of bytes");
+    } catch (const InvalidArgumentError& e) {
+      // parse_bytes says what was wrong (no number, an unknown unit, above
+      // 2^62 bytes): keep it.
+      bad("a size such as 2GB, 512MiB or a number of bytes (" + e.message() + ")");
     }
   }
 };
@@ -147,7 +149,7 @@ void apply(const Item& it, AllocatorOptions& o) {
   } else if (k == "memory_fraction") {
     o.memory_fraction = it.fraction();
   } else if (k == "cache_size" || k == "max_cached_bytes") {
-    o.cache_size_limit = it.value == "none" || it.value == "unlimited" ? SIZE_MAX : it.size();
+    o.cache_size_limit = it.value == "none" || it.value == "None" || it.value == "unlimited" ? SIZE_MAX : it.size();
   } else if (k == "thread_cache") {
     const std::optional<bool> on = it.boolean_or_auto();
     o.thread_cache = on ? AutoSwitch(*on) : AutoSwitch::automatic();

@@ -106,7 +106,8 @@ void detail::Arena::set_memory_fraction_arena(double fraction) {
   total_capacity_ = upstream_->mem_info().total_bytes;
   memory_limit_ = fraction >= 1.0 || total_capacity_ == 0
                       ? SIZE_MAX
-                      : static_cast<std::size_t>(fraction * static_cast<double>(total_capacity_));
+                      // At least a byte: a cap of 0 would read as "none" in MemoryStats.
+                      : std::max<std::size_t>(1, static_cast<std::size_t>(fraction * static_cast<double>(total_capacity_)));
 }
 
 std::size_t CachingAllocator::memory_limit() const {
@@ -127,7 +128,11 @@ void detail::Arena::set_cache_size_arena(std::size_t bytes) {
   enforce_cache_limit();
 }
 
-void CachingAllocator::set_cache_size(std::string_view size) { set_cache_size(parse_bytes(size)); }
+void CachingAllocator::set_cache_size(std::string_view size) {
+  // "none" as in GENESIS_ALLOC_CONF's cache_size: no cap.
+  if (size == "none" || size == "None" || size == "unlimited") return set_cache_size(SIZE_MAX);
+  set_cache_size(parse_bytes(size));
+}
 
 void detail::Arena::enforce_cache_limit() {
   if (options_.cache_size_limit == SIZE_MAX || options_.keep_segments) return;
@@ -230,7 +235,7 @@ void detail::Arena::throw_oom(std::size_t bytes, StreamId stream, const std::str
     msg += std::string("  Limit: memory_fraction ") + fraction + " caps reserved at " + format_bytes(memory_limit_) +
            ".\n";
   }
-  msg += "  Try: free tensors you no longer need (del) or reduce the batch size";
+  msg += "  Try: free tensors you no longer need (del in Python, dropping the last reference in C++) or reduce the batch size";
   if (memory_limit_ != SIZE_MAX) msg += "; raise set_memory_fraction()";
   if (reserved > allocated && s.largest_free_block < bytes)
     msg += "; the cache is fragmented (free memory in pieces smaller than the request): allocate large, "

@@ -67,7 +67,9 @@ detail::Arena::Arena(std::shared_ptr<UpstreamResource> upstream, AllocatorOption
   if (const std::uint32_t n = expandable_.on() ? 0 : options_.thread_cache_near_fit; n != 0)
     near_mul_ = ((std::uint64_t{1} << 32) + n - 1) / n;
   if (options_.memory_fraction < 1.0 && total_capacity_ > 0)
-    memory_limit_ = static_cast<std::size_t>(options_.memory_fraction * static_cast<double>(total_capacity_));
+    // At least a byte: a cap of 0 would read as "none" in MemoryStats.
+    memory_limit_ = std::max<std::size_t>(
+        1, static_cast<std::size_t>(options_.memory_fraction * static_cast<double>(total_capacity_)));
   std::size_t tc_limit = options_.thread_cache_bytes;
   if (tc_limit == 0) {
     tc_limit = std::size_t{2} << 30;
@@ -666,6 +668,14 @@ Block* detail::Arena::borrow(PoolId pool, std::size_t rounded, StreamId stream, 
   Segment* seg = best->segment;
   // A stream the upstream cannot ask or order (one that failed, one it does
   // not know) lends nothing: the request is served as if it had no blocks.
+  // The same for the stream that asks: a borrowed block records an event on
+  // it when freed, and on a stream the upstream does not know that free
+  // would fail for good, leaving the block allocated.
+  try {
+    (void)upstream_->stream_idle(stream);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
   if (!seg->settled) {
     bool idle = false;
     try {

@@ -138,6 +138,8 @@ Tensor from_storage_view(const StorageView& view) {
 Tensor from_blob_copy(const void* data, DType src_dtype, const Shape& shape, std::optional<DType> dtype,
                       Device device) {
   const std::int64_t n = detail::shape_numel(shape);
+  GENESIS_CHECK(data != nullptr || n == 0, "from_blob_copy: data is null for ", n, " elements of ",
+                dtype_name(src_dtype), " (shape ", detail::shape_str(shape), ")");
   // Borrow the caller's memory as a CPU tensor, then convert/copy it.
   Storage borrowed = Storage::borrow(const_cast<void*>(data), {n}, src_dtype, Device{});
   Tensor src(std::move(borrowed), shape, contiguous_strides(shape), 0);

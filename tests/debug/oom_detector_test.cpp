@@ -89,6 +89,24 @@ TEST(OOMPredictor, AFastButBriefGrowthIsNotCalledUsageOverTheThreshold) {
   EXPECT_NE(all.find("too short or uneven a stretch to be sure"), std::string::npos) << all;
 }
 
+// A job that fills its device in about 20 s is predicted within the first
+// seconds, while the prediction is still of use, not only after a quarter
+// of the two-minute horizon.
+TEST(OOMPredictor, AJobThatFillsTheDeviceFastIsPredictedEarly) {
+  OOMPredictor p;
+  const auto total = static_cast<std::uint64_t>(kGiB);
+  const double slope = 50.0 * kMiB;
+  for (int i = 0; i <= 700; ++i) {  // 7 s, every 10 ms
+    const double t = i * 0.01;
+    p.add(make_sample(t, slope * t, slope * t, total));
+  }
+  const OOMPrediction r = p.predict();
+  const double truth = (static_cast<double>(total) - slope * 7.0) / slope;
+  ASSERT_GT(r.predicted_oom_seconds, 0) << "confidence " << r.confidence;
+  EXPECT_NEAR(r.predicted_oom_seconds, truth, 0.2 * truth);
+  EXPECT_GE(r.risk_level, RiskLevel::critical);  // under 30 s left
+}
+
 TEST(OOMPredictor, SawtoothWithGrowingPeaksIsJudgedByItsPeaks) {
   OOMPredictor p;
   SawtoothJob job;

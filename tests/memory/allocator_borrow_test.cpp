@@ -57,6 +57,24 @@ TEST(ExpandableBorrowTest, AtTheMarkAnotherStreamsMappedBlockServesAfterItsWork)
   EXPECT_EQ(sim->num_misuses(), 0u);
 }
 
+// A stream the device does not know borrows nothing: a lent block records
+// an event on its user's stream when freed, which on an unknown stream
+// fails every time, and the block would stay allocated for good.
+TEST(ClassicBorrowTest, AStreamTheDeviceDoesNotKnowBorrowsNothing) {
+  auto sim = std::make_shared<SimulatedDevice>(1 * GiB);
+  AllocatorOptions o;
+  o.expandable_segments = AllocatorOptions::Expandable::kOff;
+  o.thread_cache = false;
+  CachingAllocator a(sim, o);
+  void* w = a.allocate(1000, 0);
+  a.deallocate(w);  // an idle block of stream 0
+  void* u = a.allocate(1000, 99);
+  EXPECT_EQ(a.stats().num_stream_borrows, 0);
+  a.deallocate(u);
+  EXPECT_EQ(a.stats().allocated_bytes[kStatAggregate].current, 0);
+  EXPECT_TRUE(SnapshotConsistent(a.snapshot()));
+}
+
 // Without lending, the same program unmaps s1's pages (synchronising s1 on
 // the host) and maps s2's: the same peak, but driver calls and a host wait.
 TEST(ExpandableBorrowTest, TurnedOffTheMarkUnmapsAndMapsInstead) {

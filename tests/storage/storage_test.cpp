@@ -76,6 +76,10 @@ TEST(Storage, ZerosAreZero) {
 TEST(Storage, BadArgumentsAreClearErrors) {
   EXPECT_THROW(Storage::empty({2, -1}, DType::kFloat32, kCpu), InvalidArgumentError);
   EXPECT_THROW(Storage::empty({INT64_MAX, 4}, DType::kFloat32, kCpu), InvalidArgumentError);
+  // A DType made from a number outside the enum has no element size.
+  for (int bad : {10, 42, 255}) {
+    EXPECT_THROW(Storage::empty({4}, static_cast<DType>(bad), kCpu), InvalidArgumentError) << bad;
+  }
   EXPECT_THROW(Storage::empty({4}, DType::kFloat32, Device(DeviceType::kCUDA, 0), kCurrentStream, /*pinned=*/true),
                InvalidArgumentError);  // pinned memory is host memory
   if (cuda::device_count() == 0) {

@@ -143,7 +143,8 @@ class CachingAllocator {
   void set_memory_fraction(double fraction);
   /// Cap cached memory (reserved - allocated); SIZE_MAX removes the cap.
   void set_cache_size(std::size_t bytes);
-  /// The same with a size written by a person: "2GB", "512MiB" (parse_bytes).
+  /// The same with a size written by a person: "2GB", "512MiB" (parse_bytes),
+  /// or "none" for no cap, as GENESIS_ALLOC_CONF's cache_size takes.
   void set_cache_size(std::string_view size);
   /// Reserves memory for the given (size, count) pairs ahead of time: the
   /// blocks are allocated and freed so that later requests hit the cache.

@@ -72,7 +72,8 @@ struct MemoryStats {
 
   std::size_t largest_free_block = 0;
   std::size_t memory_limit = 0;     // fraction cap in bytes (0 = none)
-  std::size_t cache_limit = 0;      // set_cache_size cap (0 = none)
+  std::size_t cache_limit = 0;      // set_cache_size cap (0 = none; a cap of 0, set_cache_size(0),
+                                    // also reads 0: AllocatorOptions::cache_size_limit tells them apart)
 
   /// num_cache_hits / num_allocs, 0 when nothing was allocated.
   double cache_hit_rate() const noexcept;

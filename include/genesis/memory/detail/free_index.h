@@ -60,7 +60,8 @@ class FreeIndex {
     auto* s = static_cast<PerStream*>(b->free_owner);
     if (s == nullptr) return nullptr;
     b->free_owner = nullptr;
-    const int c = static_cast<int>(b->free_class);
+    // Unsigned indices: the header stays quiet under -Wsign-conversion.
+    const std::size_t c = b->free_class;
     if (b->free_prev != nullptr) b->free_prev->free_next = b->free_next;
     else s->heads[c] = b->free_next;
     if (b->free_next != nullptr) b->free_next->free_prev = b->free_prev;
@@ -110,7 +111,7 @@ class FreeIndex {
   struct PerStream;
   // insert's body, once the stream's table is known.
   void link(Block* b, PerStream* s) noexcept {
-    const int c = size_class(b->size);
+    const auto c = static_cast<std::size_t>(size_class(b->size));
     b->free_owner = s;
     b->free_class = static_cast<std::uint32_t>(c);
     Block*& head = s->heads[c];
@@ -129,11 +130,11 @@ class FreeIndex {
     for (const auto& s : streams_) {
       for (std::uint64_t top = s->top & (~std::uint64_t{0} << w0); top != 0; top &= top - 1) {
         const int w = std::countr_zero(top);
-        std::uint64_t bits = s->words[w];
+        std::uint64_t bits = s->words[static_cast<std::size_t>(w)];
         if (w == w0) bits &= ~std::uint64_t{0} << (first & 63);
         for (; bits != 0; bits &= bits - 1) {
           const int c = (w << 6) + std::countr_zero(bits);
-          for (Block* b = s->heads[c]; b != nullptr; b = b->free_next) fn(b);
+          for (Block* b = s->heads[static_cast<std::size_t>(c)]; b != nullptr; b = b->free_next) fn(b);
         }
       }
     }
