@@ -1,9 +1,12 @@
 #include "genesis/core/bytes.h"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <system_error>
 
 #include "genesis/core/error.h"
 
@@ -39,8 +42,18 @@ std::size_t parse_bytes(std::string_view text) {
   else if (u == "gib") scale = 1024.0 * 1024.0 * 1024.0;
   else if (u == "tib") scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
   else fail("unknown unit");
+  constexpr std::uint64_t kLimit = std::uint64_t{1} << 62;
+  // A whole number of bytes exactly (through a double, 2^53 and up would
+  // come back as a neighbour, and text written from a size would not read
+  // back as that size).
+  if (scale == 1 && number.find('.') == std::string::npos) {
+    std::uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), n);
+    if (ec != std::errc() || end != number.data() + number.size() || n >= kLimit) fail("too large (the limit is 2^62 bytes)");
+    return static_cast<std::size_t>(n);
+  }
   const double value = std::strtod(number.c_str(), nullptr) * scale;
-  if (!std::isfinite(value) || value > 4.6e18) fail("too large (the limit is 2^62 bytes)");
+  if (!std::isfinite(value) || value >= static_cast<double>(kLimit)) fail("too large (the limit is 2^62 bytes)");
   return static_cast<std::size_t>(value + 0.5);
 }
 

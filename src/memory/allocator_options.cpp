@@ -79,10 +79,10 @@ void validate_options(const AllocatorOptions& o) {
                  "0 (off) or ");
   whole_number("event_capacity_per_thread", "event_capacity", o.event_capacity_per_thread, 1,
                option_limits::kMaxEventCapacity);
-  // Sizes as the text form takes them (2^62 bytes at most, as every size
+  // Sizes as the text form takes them (below 2^62 bytes, as every size
   // Genesis reads), so that format_alloc_conf's text always parses back;
   // cache_size_limit's SIZE_MAX is "none".
-  constexpr std::size_t kMaxBytes = std::size_t{1} << 62;
+  constexpr std::size_t kMaxBytes = (std::size_t{1} << 62) - 1;
   if (o.cache_size_limit != SIZE_MAX)
     whole_number("cache_size_limit", "cache_size", o.cache_size_limit, 0, kMaxBytes, "SIZE_MAX (none) or ");
   whole_number("thread_cache_bytes", "thread_cache_size", o.thread_cache_bytes, 0, kMaxBytes);

@@ -125,6 +125,37 @@ TEST(AllocatorOptionsCheck, TheMessageNamesTheTextKey) {
   EXPECT_NE(construction_error(o).find("(idle_release in GENESIS_ALLOC_CONF)"), std::string::npos);
 }
 
+// Every valid AllocatorOptions formats to text that parses back to it: sizes
+// are bounded by 2^62 bytes in C++ as in the text form.
+TEST(AllocatorOptionsCheck, SizesRoundTripThroughTheTextForm) {
+  AllocatorOptions o;
+  o.thread_cache_bytes = SIZE_MAX;
+  EXPECT_NE(construction_error(o).find("thread_cache_size in GENESIS_ALLOC_CONF"), std::string::npos);
+  o = {};
+  o.cache_size_limit = std::size_t{1} << 62;
+  EXPECT_NE(construction_error(o).find("cache_size in GENESIS_ALLOC_CONF"), std::string::npos);
+  o = {};
+  o.thread_cache_bytes = (std::size_t{1} << 62) - 1;
+  o.cache_size_limit = (std::size_t{1} << 62) - 1;
+  validate_options(o);
+  const AllocatorOptions back = parse_alloc_conf(format_alloc_conf(o));
+  EXPECT_EQ(back.thread_cache_bytes, o.thread_cache_bytes);
+  EXPECT_EQ(back.cache_size_limit, o.cache_size_limit);
+  // A size too large says so.
+  EXPECT_NE(error_message([] { (void)parse_alloc_conf("cache_size:99999999999GB"); }).find("2^62"),
+            std::string::npos);
+}
+
+TEST(AllocatorOptionsCheck, SetCacheSizeTakesNoneAsTheTextFormDoes) {
+  auto sim = std::make_shared<SimulatedDevice>(std::size_t{1} << 30);
+  CachingAllocator a(sim);
+  a.set_cache_size("64MiB");
+  EXPECT_EQ(a.stats().cache_limit, std::size_t{64} << 20);
+  a.set_cache_size("none");
+  EXPECT_EQ(a.stats().cache_limit, 0u);  // no cap
+  EXPECT_THROW(a.set_cache_size("nothing"), InvalidArgumentError);
+}
+
 // For each option with a whole-number range, the parser and the C++ check
 // accept and refuse the same values at both ends.
 TEST(AllocatorOptionsCheck, TextAndCppAgreeAtEveryBound) {
