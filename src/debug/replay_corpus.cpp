@@ -99,8 +99,12 @@ std::optional<TorchPeak> parse_peak(const Json& figures, const std::string& sett
   p.setting = setting;
   for (const char* key : {"peak_reserved_bytes", "peak_allocated_bytes"}) {
     const auto v = figures.find(key);
-    GENESIS_CHECK(v != figures.end() && v->is_number_unsigned(),  // nlohmann: an integer >= 0
-                  origin, ": ", where, ".", key, " must be an integer >= 0 (or the run must say \"error\")");
+    GENESIS_CHECK(v != figures.end(), origin, ": ", where, " has no ", key,
+                  " (each setting gives peak_reserved_bytes and peak_allocated_bytes, or \"error\" for a run "
+                  "that failed)");
+    GENESIS_CHECK(v->is_number_unsigned(),  // nlohmann: an integer >= 0
+                  origin, ": ", where, ".", key, " must be an integer >= 0, not ", v->dump(),
+                  " (or the run must say \"error\")");
     (std::string_view(key) == "peak_reserved_bytes" ? p.peak_reserved_bytes : p.peak_allocated_bytes) =
         v->template get<std::uint64_t>();
   }

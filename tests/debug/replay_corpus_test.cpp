@@ -101,7 +101,7 @@ TEST(ReplayCorpusSidecar, GenesisUnderPyTorchIsKeptApart) {
   EXPECT_EQ(sc.genesis_torch->peak_allocated_bytes, 1001u);
   EXPECT_FALSE(parse_trace_sidecar(R"({"genesis_torch": {"error": "no GPU"}})", "s.json").genesis_torch.has_value());
   const std::string e = error_of([] { parse_trace_sidecar(R"({"genesis_torch": {"peak_reserved_bytes": 5}})", "s.json"); });
-  EXPECT_NE(e.find("s.json: genesis_torch.peak_allocated_bytes must be an integer >= 0"), std::string::npos) << e;
+  EXPECT_NE(e.find("s.json: genesis_torch has no peak_allocated_bytes"), std::string::npos) << e;
   EXPECT_NE(error_of([] { parse_trace_sidecar(R"({"genesis_torch": [1]})", "s.json"); })
                 .find("genesis_torch must be an object"),
             std::string::npos);
@@ -113,10 +113,10 @@ TEST(ReplayCorpusSidecar, MalformedSidecarsNameTheFileAndTheRule) {
   EXPECT_NE(err("[1]").find("s.json: a trace sidecar is a JSON object"), std::string::npos);
   EXPECT_NE(err(R"({"pytorch": 3})").find("\"pytorch\" must be an object"), std::string::npos);
   EXPECT_NE(err(R"({"pytorch": {"native": {"peak_reserved_bytes": -1, "peak_allocated_bytes": 0}}})")
-                .find("pytorch.native.peak_reserved_bytes must be an integer >= 0"),
+                .find("pytorch.native.peak_reserved_bytes must be an integer >= 0, not -1"),
             std::string::npos);
   EXPECT_NE(err(R"({"pytorch": {"native": {"peak_reserved_bytes": 1}}})")
-                .find("pytorch.native.peak_allocated_bytes"),
+                .find("pytorch.native has no peak_allocated_bytes"),
             std::string::npos);
   EXPECT_NE(err(R"({"pytorch": {"native": {"peak_reserved_bytes": 1.5, "peak_allocated_bytes": 1}}})")
                 .find("peak_reserved_bytes must be an integer"),
