@@ -64,8 +64,9 @@ class Pickle {
   const PickleValue& root() const noexcept { return *root_; }
   /// Objects created while reading.
   std::size_t objects() const noexcept { return nodes_.size(); }
-  /// The pickle protocol it declared (0 when it declared none, as pickles of
-  /// protocols 0 and 1 do).
+  /// The pickle protocol it declared: 0 when it declared none, as pickles of
+  /// protocols 0 and 1 do; 1 to 5 as a PROTO opcode names it (Python writes
+  /// one from protocol 2 on, and reads one naming 1).
   int protocol() const noexcept { return protocol_; }
 
  private:
