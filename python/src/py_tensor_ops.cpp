@@ -78,16 +78,18 @@ Scalar alpha_of(py::handle alpha, const TensorOrScalar& a, const TensorOrScalar&
   return *s;
 }
 
+// b, or alpha * b when an alpha other than 1 is given.
+TensorOrScalar scaled(const TensorOrScalar& a, const TensorOrScalar& b, py::handle alpha, const char* what) {
+  if (alpha.is_none()) return b;
+  const Scalar k = alpha_of(alpha, a, b, what);
+  if (k.is_integral() && k.to_int64() == 1) return b;
+  const TensorOrScalar bt = b.is_scalar() ? TensorOrScalar(full({}, b.scalar(), std::nullopt, Device{})) : b;
+  return TensorOrScalar(mul(bt, k));
+}
+
 template <BinaryFn F>
-Tensor with_alpha(const TensorOrScalar& a, TensorOrScalar b, py::handle alpha, const char* what) {
-  if (!alpha.is_none()) {
-    const Scalar k = alpha_of(alpha, a, b, what);
-    if (!(k.is_integral() && k.to_int64() == 1)) {
-      const TensorOrScalar bt = b.is_scalar() ? TensorOrScalar(full({}, b.scalar(), std::nullopt, Device{})) : b;
-      b = TensorOrScalar(mul(bt, k));
-    }
-  }
-  return F(a, b);
+Tensor with_alpha(const TensorOrScalar& a, const TensorOrScalar& b, py::handle alpha, const char* what) {
+  return F(a, scaled(a, b, alpha, what));
 }
 
 template <BinaryFn F>
@@ -106,14 +108,7 @@ py::object inplace_alpha(py::object self, py::handle other, py::handle alpha) {
   if (!o) throw py::type_error("expected a tensor or a number, got " + type_name_of(other));
   Tensor t = tensor_ref(self);
   const char* what = F == &Tensor::add_ ? "add_" : "sub_";
-  TensorOrScalar b = *o;
-  if (!alpha.is_none()) {
-    const Scalar k = alpha_of(alpha, TensorOrScalar(t), b, what);
-    if (!(k.is_integral() && k.to_int64() == 1)) {
-      const TensorOrScalar bt = b.is_scalar() ? TensorOrScalar(full({}, b.scalar(), std::nullopt, Device{})) : b;
-      b = TensorOrScalar(mul(bt, k));
-    }
-  }
+  const TensorOrScalar b = scaled(TensorOrScalar(t), *o, alpha, what);
   without_gil_if_large(operation_elements(t, b), [&] { (t.*F)(b); });
   return self;
 }
